@@ -1,0 +1,7 @@
+"""``python -m ding_lite`` runs the ``ding-lite`` command."""
+
+import sys
+
+from ding_lite.entry.cli import main
+
+sys.exit(main())

@@ -1,0 +1,288 @@
+"""Config loading, merging, validation and dotted overrides.
+
+``compile_config`` is the one way a config becomes the resolved ``EasyDict`` a run uses:
+defaults <- experiment (bundled name, Python/YAML file or dict) <- keyword arguments <-
+dotted overrides. Unknown keys and wrong-typed values raise ``ConfigError`` naming the
+closest valid key, and nothing is changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import math
+import runpy
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from easydict import EasyDict
+
+from ding_lite.config.defaults import DEFAULT_CONFIG, FREE_FORM_KEYS, NULLABLE_TYPES
+from ding_lite.utils.errors import ConfigError
+from ding_lite.utils.registry import suggest
+
+EXPERIMENTS = ("cartpole_ppo", "pendulum_ppo", "gym_ppo")
+
+# Value checks beyond the type: dotted key -> (predicate, what the value must be).
+_CONSTRAINTS: dict[str, tuple[Any, str]] = {
+    "env.num_envs": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.n_epochs": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.batch_size": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.learning_rate": (lambda v: v > 0, "positive"),
+    "policy.learn.grad_accum_steps": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.clip_ratio": (lambda v: v > 0, "positive"),
+    "policy.learn.optimizer": (lambda v: v in ("adam", "adamw"), "'adam' or 'adamw'"),
+    "policy.model.activation": (lambda v: v in ("tanh", "relu"), "'tanh' or 'relu'"),
+    "policy.collect.n_steps": (lambda v: v >= 1, "at least 1"),
+    "policy.collect.gamma": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+    "policy.collect.gae_lambda": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+    "evaluator.n_episodes": (lambda v: v >= 1, "at least 1"),
+    "evaluator.eval_freq": (lambda v: v >= 0, "0 or more"),
+    "learner.keep_ckpts": (lambda v: v >= 1, "at least 1"),
+    "max_env_step": (lambda v: v is None or v >= 1, "at least 1"),
+    "max_train_iter": (lambda v: v is None or v >= 1, "at least 1"),
+    "device": (
+        lambda v: v in ("cpu", "cuda", "auto") or v.startswith("cuda:"),
+        "'cpu', 'cuda', 'cuda:N' or 'auto'",
+    ),
+}
+
+
+def deep_merge_dicts(base: Mapping, update: Mapping) -> dict:
+    """Returns a new dict: ``base`` with ``update`` merged in, recursing into dicts."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge_dicts(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _to_plain(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_to_plain(v) for v in obj]
+    return obj
+
+
+def _all_keys(tree: Mapping, prefix: str = "") -> list[str]:
+    keys = []
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        keys.append(dotted)
+        if isinstance(value, Mapping) and dotted not in FREE_FORM_KEYS + ("learner.hook",):
+            keys.extend(_all_keys(value, dotted + "."))
+    return keys
+
+
+def _is_free_form(dotted: str) -> bool:
+    return any(
+        dotted == k or dotted.startswith(k + ".") for k in FREE_FORM_KEYS + ("learner.hook",)
+    )
+
+
+def _unknown_key(dotted: str) -> ConfigError:
+    known = _all_keys(DEFAULT_CONFIG)
+    hint = suggest(dotted, known)
+    if not hint:
+        leaf = dotted.rsplit(".", 1)[-1]
+        same_leaf = [k for k in known if k.rsplit(".", 1)[-1] == leaf]
+        hint = f" (did you mean '{same_leaf[0]}'?)" if same_leaf else ""
+    return ConfigError(f"unknown config key '{dotted}'{hint}")
+
+
+def _type_name(types: tuple[type, ...]) -> str:
+    return " or ".join(t.__name__ for t in types)
+
+
+def _check_value(dotted: str, value: Any, default: Any) -> Any:
+    """Returns ``value`` converted to the default's type, or raises ``ConfigError``."""
+    if default is None:
+        types = NULLABLE_TYPES.get(dotted)
+        if value is None or types is None:
+            return value
+        expected: tuple[type, ...] = types
+        if float in types and isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(default, bool):
+        expected = (bool,)
+    elif isinstance(default, int):
+        expected = (int,)
+    elif isinstance(default, float):
+        expected = (float,)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+    elif isinstance(default, str):
+        expected = (str,)
+    elif isinstance(default, (list, tuple)):
+        expected = (list, tuple)
+    elif isinstance(default, Mapping):
+        expected = (Mapping,)
+    else:
+        expected = (type(default),)
+    if int in expected and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if bool not in expected and isinstance(value, bool) or not isinstance(value, expected):
+        raise ConfigError(
+            f"config key '{dotted}' must be {_type_name(expected)}, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"config key '{dotted}' must be finite, got {value!r}")
+    if isinstance(value, (list, tuple)):
+        value = list(value)
+    return value
+
+
+def _validate(tree: Mapping, defaults: Mapping, prefix: str = "") -> dict:
+    """Checks every key of ``tree`` against ``defaults``; returns a converted copy."""
+    out = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if not isinstance(key, str):
+            raise ConfigError(f"config keys must be strings, got {key!r} under '{prefix}'")
+        if _is_free_form(dotted) and dotted not in FREE_FORM_KEYS + ("learner.hook",):
+            out[key] = copy.deepcopy(value)
+            continue
+        if key not in defaults:
+            raise _unknown_key(dotted)
+        default = defaults[key]
+        if isinstance(default, Mapping) and not _is_free_form(dotted):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"config key '{dotted}' is a section; got {value!r}")
+            out[key] = _validate(value, default, dotted + ".")
+        else:
+            out[key] = _check_value(dotted, value, default)
+        if dotted in _CONSTRAINTS and out[key] is not None:
+            ok, what = _CONSTRAINTS[dotted]
+            if not ok(out[key]):
+                raise ConfigError(f"config key '{dotted}' must be {what}, got {out[key]!r}")
+    return out
+
+
+def parse_value(raw: str) -> Any:
+    """Parses an override's text: numbers, true/false, none/null, [lists], {dicts}, or text."""
+    text = raw.strip()
+    lowered = text.lower()
+    if lowered in ("true", "yes", "on"):
+        return True
+    if lowered in ("false", "no", "off"):
+        return False
+    if lowered in ("none", "null", "~"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text[:1] in "[{":
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"cannot parse value {raw!r}: {err}") from None
+    return raw
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict:
+    """Turns ``["a.b=1", "c=x"]`` into the nested dict ``{"a": {"b": 1}, "c": "x"}``."""
+    nested: dict = {}
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"override {item!r} is not of the form key.sub=value")
+        node = nested
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {item!r} conflicts with an earlier override")
+        node[parts[-1]] = _coerce_text(key, raw)
+    return nested
+
+
+def _coerce_text(dotted: str, raw: str) -> Any:
+    """Parses ``raw``, keeping it as text where the key's default is a string."""
+    node: Any = DEFAULT_CONFIG
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return parse_value(raw)
+        node = node[part]
+    if isinstance(node, str) or (dotted == "exp_dir" and raw.lower() not in ("none", "null")):
+        return raw
+    return parse_value(raw)
+
+
+def load_experiment(name_or_file: str | Mapping) -> dict:
+    """Returns the (partial) config of a bundled experiment, a Python/YAML file or a dict.
+
+    A Python file defines ``config = dict(...)``; a YAML file holds the mapping itself.
+    """
+    if isinstance(name_or_file, Mapping):
+        return _to_plain(name_or_file)
+    text = str(name_or_file)
+    path = Path(text)
+    if path.suffix in (".py", ".yaml", ".yml", ".json"):
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        if path.suffix == ".py":
+            try:
+                namespace = runpy.run_path(str(path))
+            except Exception as err:
+                raise ConfigError(f"config file {path} failed to run: {err}") from None
+            if not isinstance(namespace.get("config"), Mapping):
+                raise ConfigError(f"config file {path} must define a dict named 'config'")
+            return _to_plain(namespace["config"])
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as err:
+            raise ConfigError(f"cannot parse config file {path}: {err}") from None
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"config file {path} must hold a mapping at the top")
+        return _to_plain(data)
+    if text not in EXPERIMENTS:
+        raise ConfigError(
+            f"unknown experiment '{text}'{suggest(text, list(EXPERIMENTS))}; bundled: "
+            f"{', '.join(EXPERIMENTS)}; or pass a .py/.yaml config file"
+        )
+    module = importlib.import_module(f"ding_lite.config.experiments.{text}")
+    return copy.deepcopy(module.config)
+
+
+def get_config(name: str) -> EasyDict:
+    """Returns a full copy (defaults included) of a bundled experiment's config to edit."""
+    return EasyDict(
+        deep_merge_dicts(DEFAULT_CONFIG, _validate(load_experiment(name), DEFAULT_CONFIG))
+    )
+
+
+def compile_config(
+    cfg: str | Mapping,
+    overrides: Iterable[str] | Mapping = (),
+    **top_level: Any,
+) -> EasyDict:
+    """Resolves a config for a run.
+
+    Args:
+        cfg: a bundled experiment name, a .py/.yaml config file, or a (partial) dict.
+        overrides: dotted ``key.sub=value`` strings, or a nested dict of the same.
+        **top_level: values for top-level keys (``seed``, ``device``, ``exp_dir``,
+            ``max_env_step``, ...) applied before the overrides; ``None`` leaves a key as is.
+
+    Returns:
+        The full, validated config as an ``EasyDict``.
+
+    Raises:
+        ConfigError: unknown experiment or key, wrong-typed or out-of-range value.
+    """
+    merged = deep_merge_dicts(DEFAULT_CONFIG, _validate(load_experiment(cfg), DEFAULT_CONFIG))
+    kwargs = {k: v for k, v in top_level.items() if v is not None}
+    merged = deep_merge_dicts(merged, _validate(kwargs, DEFAULT_CONFIG))
+    if not isinstance(overrides, Mapping):
+        overrides = parse_overrides(overrides)
+    merged = deep_merge_dicts(merged, _validate(overrides, DEFAULT_CONFIG))
+    return EasyDict(merged)

@@ -1,0 +1,148 @@
+"""Default values of every config key, each with the effect it has.
+
+A bundled experiment or a user's config only names the keys it changes; ``compile_config``
+merges them onto these defaults and rejects keys that are not here. A key whose default is
+``None`` accepts the types listed in ``NULLABLE_TYPES``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_CONFIG: dict[str, Any] = dict(
+    # Name of the run; the experiment dir defaults to ./<exp_name>.
+    exp_name="default_experiment",
+    # Seed of torch, numpy, python and the env generators.
+    seed=0,
+    # "cpu", "cuda", "cuda:N" or "auto" (cuda when available).
+    device="cpu",
+    # Where everything of the run goes; None picks ./<exp_name> (or ./<exp_name>_N if taken).
+    exp_dir=None,
+    # Stop after this many env steps (None: no limit).
+    max_env_step=None,
+    # Stop after this many iterations (None: no limit).
+    max_train_iter=None,
+    env=dict(
+        # "cartpole", "pendulum", "gym:<id>" (any gymnasium env) or another registered env.
+        name="cartpole",
+        # Env copies stepped together as one batch.
+        num_envs=8,
+        # Extra keyword arguments of the env's constructor.
+        kwargs={},
+    ),
+    policy=dict(
+        # Policy class from the policy registry.
+        type="ppo",
+        model=dict(
+            # Widths of the hidden layers of the actor and of the critic.
+            hidden_sizes=[64, 64],
+            # "tanh" or "relu".
+            activation="tanh",
+            # One trunk for actor and critic instead of two.
+            share_encoder=False,
+            # Initial log standard deviation of Gaussian actions.
+            log_std_init=0.0,
+            # Gaussian std from a head (True) or a free parameter (False).
+            state_dependent_std=False,
+            # Start the value head at zero (weights and bias).
+            zero_init_value=False,
+            # Orthogonal initialisation of the layers.
+            ortho_init=True,
+        ),
+        learn=dict(
+            # Passes over each batch per iteration.
+            n_epochs=4,
+            # Minibatch size (samples per gradient step).
+            batch_size=256,
+            # Adam/AdamW learning rate.
+            learning_rate=3e-4,
+            # Anneal the learning rate linearly to 0 over max_env_step (or max_train_iter).
+            lr_anneal=False,
+            # "adam" or "adamw".
+            optimizer="adam",
+            # Weight decay of the optimizer.
+            weight_decay=0.0,
+            # Adam epsilon.
+            adam_eps=1e-5,
+            # PPO ratio clip epsilon.
+            clip_ratio=0.2,
+            # Clip the value loss around the old values with clip_ratio.
+            value_clip=False,
+            # Weight of the value loss.
+            value_weight=0.5,
+            # Weight of the entropy bonus.
+            entropy_weight=0.0,
+            # Advantage estimator from the registry: "gae" (normalized per minibatch) or
+            # "gae_no_norm".
+            adv_estimator="gae",
+            # Clip the global gradient norm to this (None: no clipping).
+            grad_clip_norm=0.5,
+            # Minibatches whose gradients are summed before one optimizer step.
+            grad_accum_steps=1,
+            # Weight of a KL(policy || reference policy) penalty (0: off).
+            kl_coef=0.0,
+            # kl_coef is multiplied by this after every iteration.
+            kl_coef_decay=1.0,
+            # Copy the policy into the reference every this many iterations (0: the initial
+            # policy stays the reference).
+            kl_ref_update_interval=0,
+            # First iterations that train the value function only.
+            value_warmup_iters=0,
+            # Stop an iteration's epochs early when approx_kl exceeds this (None: never).
+            target_kl=None,
+        ),
+        collect=dict(
+            # Env steps per copy in one rollout (a batch is n_steps * num_envs samples).
+            n_steps=128,
+            # Discount factor.
+            gamma=0.99,
+            # GAE lambda.
+            gae_lambda=0.95,
+        ),
+        eval=dict(
+            # Eval actions are the distribution's mode (True) or samples (False).
+            deterministic=True,
+        ),
+    ),
+    learner=dict(
+        # Iterations BaseLearner.start() runs (parallel pipeline).
+        max_iterations=1_000_000_000,
+        # Checkpoints kept in <exp_dir>/ckpt (older ones are deleted).
+        keep_ckpts=3,
+        # Hooks: shorthands "<hook>_<position>: value" (a false value disables the hook) or
+        # full forms {name, type, position, priority, ext_args}.
+        hook=dict(
+            load_ckpt_before_run="",
+            save_ckpt_after_iter=0,
+            save_ckpt_after_run=True,
+            log_show_after_iter=10,
+            log_reduce_after_iter=True,
+        ),
+    ),
+    collector=dict(),
+    evaluator=dict(
+        # Evaluate every this many iterations (0: never during training; once at the end).
+        eval_freq=5,
+        # Deterministic episodes per evaluation (one per eval env copy).
+        n_episodes=20,
+        # Mean eval return at which the run counts as solved and stops (None: never).
+        stop_value=None,
+        # Evaluate only once the mean return of the last 20 training episodes reaches this
+        # (saves time early in training; None: evaluate whenever due).
+        min_train_return=None,
+    ),
+)
+
+# Types accepted for keys whose default is None (dotted key -> tuple of types).
+NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
+    "exp_dir": (str,),
+    "max_env_step": (int,),
+    "max_train_iter": (int,),
+    "policy.learn.grad_clip_norm": (float, int),
+    "policy.learn.target_kl": (float, int),
+    "evaluator.stop_value": (float, int),
+    "evaluator.min_train_return": (float, int),
+}
+
+# Sections whose keys are free-form (not checked against defaults).
+FREE_FORM_KEYS = ("env.kwargs", "collector")

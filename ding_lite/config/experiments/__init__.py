@@ -1,0 +1,1 @@
+"""Bundled experiments: each module defines ``config``, the keys it changes from defaults."""

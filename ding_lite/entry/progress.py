@@ -1,0 +1,60 @@
+"""Progress output: a tqdm bar on a terminal, plain periodic lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from tqdm import tqdm
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+class Progress:
+    """Shows env steps, SPS, latest training-episode return and eval return.
+
+    Args:
+        total: env steps the run may take (None: unknown).
+        enabled: False prints nothing.
+        interval: seconds between plain lines when stdout is not a terminal.
+    """
+
+    def __init__(self, total: int | None, enabled: bool = True, interval: float = 5.0) -> None:
+        self.enabled = enabled
+        self.interval = interval
+        self._tty = sys.stdout.isatty()
+        self._bar: Any = None
+        self._start = time.perf_counter()
+        self._last_line = self._start
+        self._last_envstep = 0
+        if enabled and self._tty:
+            self._bar = tqdm(total=total, unit="step", unit_scale=True, dynamic_ncols=True)
+
+    def update(
+        self, envstep: int, train_iter: int, train_return: float | None, eval_return: float | None
+    ) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        sps = envstep / max(now - self._start, 1e-9)
+        fields = dict(sps=f"{sps:,.0f}", ret=_fmt(train_return), eval=_fmt(eval_return))
+        if self._bar is not None:
+            self._bar.update(envstep - self._last_envstep)
+            self._bar.set_postfix(fields, refresh=False)
+            self._last_envstep = envstep
+        elif now - self._last_line >= self.interval:
+            self._last_line = now
+            print(
+                f"envstep={envstep} iter={train_iter} SPS={fields['sps']} "
+                f"episode_return={fields['ret']} eval_return={fields['eval']} "
+                f"elapsed={now - self._start:.1f}s",
+                flush=True,
+            )
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -1,0 +1,259 @@
+"""The serial pipeline: collect, train and evaluate in one process."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ding_lite.config.config import compile_config, deep_merge_dicts
+from ding_lite.entry.progress import Progress
+from ding_lite.entry.run_dir import (
+    choose_exp_dir,
+    load_saved_config,
+    resolve_device,
+    save_config,
+    write_result,
+)
+from ding_lite.envs import create_env
+from ding_lite.policy import Policy, create_policy
+from ding_lite.utils.errors import CheckpointError, ConfigError
+from ding_lite.utils.log import build_tb_logger, get_logger, setup_file_logging
+from ding_lite.utils.rng import set_seed
+from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
+from ding_lite.worker.learner import BaseLearner, latest_checkpoint
+
+EVAL_SEED_OFFSET = 1_000_003
+
+
+def build_env(cfg: Any, num_envs: int, device: Any, seed: int) -> Any:
+    """Creates the configured env, turning a bad name or argument into ``ConfigError``."""
+    try:
+        return create_env(cfg.env.name, num_envs, device=device, seed=seed, **cfg.env.kwargs)
+    except (KeyError, ValueError, TypeError) as err:
+        message = err.args[0] if err.args else str(err)
+        raise ConfigError(str(message)) from None
+
+
+def serial_pipeline(
+    cfg: str | Mapping,
+    seed: int | None = None,
+    max_env_step: int | None = None,
+    *,
+    overrides: Iterable[str] | Mapping = (),
+    exp_dir: str | None = None,
+    device: str | None = None,
+    max_train_iter: int | None = None,
+    resume: str | Path | None = None,
+    progress: bool = False,
+) -> Policy:
+    """Trains a policy in one process and returns it.
+
+    Args:
+        cfg: a bundled experiment name (``"cartpole_ppo"``), a .py/.yaml config file, or a
+            config dict / EasyDict.
+        seed: overrides ``cfg.seed``.
+        max_env_step: overrides ``cfg.max_env_step``.
+        overrides: dotted ``key.sub=value`` overrides.
+        exp_dir: where the run writes (default ``./<exp_name>``).
+        device: "cpu", "cuda" or "auto".
+        max_train_iter: stop after this many iterations.
+        resume: an experiment dir to continue: its saved config and newest checkpoint.
+        progress: show a progress bar / periodic lines on stdout.
+
+    Returns:
+        The trained policy; ``policy.result`` holds the figures written to result.json.
+    """
+    start = time.perf_counter()
+    if resume is not None:
+        cfg = load_saved_config(resume)
+        exp_dir = str(resume)
+    cfg = compile_config(
+        cfg,
+        overrides,
+        seed=seed,
+        max_env_step=max_env_step,
+        exp_dir=exp_dir,
+        device=device,
+        max_train_iter=max_train_iter,
+    )
+    if resume is not None:
+        ckpt = Path(resume) / "ckpt"
+        if latest_checkpoint(ckpt) is None:
+            raise CheckpointError(f"cannot resume {resume}: no checkpoint in {ckpt}")
+        cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, {"load_ckpt_before_run": str(ckpt)})
+    run_dir = choose_exp_dir(cfg, resuming=resume is not None)
+    cfg.exp_dir = str(run_dir)
+    return SerialRun(cfg, run_dir).run(start, progress)
+
+
+class SerialRun:
+    """One serial run: builds every part from a resolved config, then trains.
+
+    Everything that can reject bad input (device, env, policy, hooks, the checkpoint to
+    load) runs before the experiment dir is written, so a bad call changes nothing.
+    """
+
+    def __init__(self, cfg: Any, run_dir: Path) -> None:
+        self.cfg = cfg
+        self.run_dir = run_dir
+        set_seed(cfg.seed)
+        self.device = device = resolve_device(cfg.device)
+        self.env = build_env(cfg, cfg.env.num_envs, device, cfg.seed)
+        eval_seed = cfg.seed + EVAL_SEED_OFFSET
+        self.eval_env = build_env(cfg, cfg.evaluator.n_episodes, device, eval_seed)
+        batch = cfg.policy.collect.n_steps * cfg.env.num_envs
+        # The LR schedule spans max_env_step when set, so it does not change when a resumed
+        # run is given a new max_train_iter.
+        if cfg.max_env_step:
+            total_iters = math.ceil(cfg.max_env_step / batch)
+        else:
+            total_iters = cfg.max_train_iter
+        try:
+            self.policy = create_policy(
+                cfg.policy,
+                obs_shape=self.env.obs_shape,
+                action_space=self.env.action_space,
+                device=device,
+                total_iters=total_iters,
+            )
+        except KeyError as err:
+            raise ConfigError(err.args[0]) from None
+        self.learner = BaseLearner(cfg.learner, self.policy, None, cfg.exp_name, exp_dir=run_dir)
+        collect = cfg.policy.collect
+        self.collector = SerialCollector(
+            self.env,
+            self.policy.collect_mode,
+            n_steps=collect.n_steps,
+            gamma=collect.gamma,
+            gae_lambda=collect.gae_lambda,
+            adv_estimator=self.policy.adv_estimator,
+            seed=cfg.seed,
+        )
+        self.learner.register_state("collector", self.collector)
+        self.evaluator = Evaluator(
+            self.eval_env,
+            self.policy.eval_mode,
+            stop_value=cfg.evaluator.stop_value,
+            seed=eval_seed,
+        )
+        self.logger = get_logger("serial")
+        self.last_eval: EvalResult | None = None
+        self.solved = False
+
+    def _evaluate(self, tb_logger: Any) -> None:
+        result = self.last_eval = self.evaluator.eval()
+        self.solved = self.solved or result.solved
+        envstep = self.collector.envstep
+        tb_logger.add_scalar("charts/eval_return", result.return_mean, envstep)
+        self.logger.info(
+            f"eval at iter {self.learner.last_iter} envstep {envstep}: return "
+            f"{result.return_mean:.2f} +- {result.return_std:.2f} over {result.n_episodes} episodes"
+        )
+
+    def _eval_due(self) -> bool:
+        ev_cfg = self.cfg.evaluator
+        if not ev_cfg.eval_freq or self.learner.last_iter % ev_cfg.eval_freq != 0:
+            return False
+        if ev_cfg.min_train_return is None:
+            return True
+        recent = self.collector.mean_recent_return()
+        return recent is not None and recent >= ev_cfg.min_train_return
+
+    def _finished(self) -> bool:
+        cfg = self.cfg
+        if self.learner.stop_reason is not None:
+            return True
+        if cfg.max_env_step is not None and self.collector.envstep >= cfg.max_env_step:
+            return True
+        return cfg.max_train_iter is not None and self.learner.last_iter >= cfg.max_train_iter
+
+    def run(self, start: float, progress: bool) -> Policy:
+        cfg, learner, collector = self.cfg, self.learner, self.collector
+        with learner.auto_checkpoint():
+            learner.call_hook("before_run")
+            # Only now, with every input accepted, does the run write anything.
+            save_config(cfg, self.run_dir)
+            log_handler = setup_file_logging(self.run_dir / "log.txt")
+            tb_logger = learner.tb_logger = build_tb_logger(self.run_dir / "tb")
+            self.logger.info(
+                f"run {cfg.exp_name}: env {cfg.env.name} x{cfg.env.num_envs} on {self.device}, "
+                f"dir {self.run_dir}"
+            )
+            bar = Progress(cfg.max_env_step, enabled=progress)
+            sps_meter = _SpsMeter(collector.envstep)
+            try:
+                while True:
+                    if learner.last_iter > 0 and self._eval_due():
+                        self._evaluate(tb_logger)
+                        if self.solved:
+                            break
+                    if self._finished():
+                        break
+                    data = collector.collect()
+                    learner.train(data, collector.envstep)
+                    _log_train(tb_logger, collector, sps_meter)
+                    bar.update(
+                        collector.envstep,
+                        learner.last_iter,
+                        collector.mean_recent_return(),
+                        self.last_eval.return_mean if self.last_eval else None,
+                    )
+                # End on a fresh evaluation unless the last one just solved the env.
+                if not self.solved:
+                    self._evaluate(tb_logger)
+                learner.call_hook("after_run")
+            finally:
+                bar.close()
+                learner.close()
+                tb_logger.close()
+                get_logger().removeHandler(log_handler)
+                log_handler.close()
+        result = self._result(time.perf_counter() - start, sps_meter.sps())
+        write_result(result, self.run_dir)
+        self.policy.result = result
+        return self.policy
+
+    def _result(self, wall: float, sps: float) -> dict[str, Any]:
+        ev = self.last_eval
+        return {
+            "exp_name": self.cfg.exp_name,
+            "exp_dir": str(self.run_dir),
+            "env": self.cfg.env.name,
+            "seed": self.cfg.seed,
+            "solved": bool(self.solved),
+            "stop_value": self.cfg.evaluator.stop_value,
+            "eval_return_mean": ev.return_mean,
+            "eval_return_std": ev.return_std,
+            "eval_episodes": ev.n_episodes,
+            "train_return_mean": self.collector.mean_recent_return(),
+            "envstep": self.collector.envstep,
+            "train_iter": self.learner.last_iter,
+            "wall_s": round(wall, 3),
+            "sps": round(sps, 1),
+            "skipped_steps": getattr(self.policy, "skipped_steps", 0),
+        }
+
+
+class _SpsMeter:
+    """Env steps per second since the loop started (a resumed run counts only its own)."""
+
+    def __init__(self, envstep: int) -> None:
+        self._envstep0 = envstep
+        self._t0 = time.perf_counter()
+        self.envstep = envstep
+
+    def sps(self) -> float:
+        return (self.envstep - self._envstep0) / max(time.perf_counter() - self._t0, 1e-9)
+
+
+def _log_train(tb_logger: Any, collector: SerialCollector, sps_meter: _SpsMeter) -> None:
+    step = sps_meter.envstep = collector.envstep
+    for ret in collector.last_returns:
+        tb_logger.add_scalar("charts/episodic_return", ret, step)
+    if collector.last_returns:
+        lengths = list(collector.recent_lengths)[-len(collector.last_returns) :]
+        tb_logger.add_scalar("charts/episodic_length", sum(lengths) / len(lengths), step)
+    tb_logger.add_scalar("charts/SPS", sps_meter.sps(), step)

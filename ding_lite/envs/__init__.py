@@ -1,0 +1,134 @@
+"""Batched tensor environments and the registry that builds them by name.
+
+``create_env("cartpole", 64)`` builds a bundled env; ``create_env("gym:Acrobot-v1", 8)`` wraps
+any registered gymnasium env (needs the optional ``gymnasium`` dependency). Other packages
+add envs with :func:`register_env`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ding_lite.envs.base import TensorVectorEnv
+from ding_lite.envs.cartpole import CartPoleEnv
+from ding_lite.envs.pendulum import PendulumEnv
+from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid
+
+__all__ = [
+    "ActionSpace",
+    "Box",
+    "CartPoleEnv",
+    "Discrete",
+    "Hybrid",
+    "PendulumEnv",
+    "TensorVectorEnv",
+    "create_env",
+    "list_envs",
+    "register_env",
+]
+
+GYM_PREFIX = "gym:"
+
+EnvFactory = Callable[..., TensorVectorEnv]
+_REGISTRY: dict[str, EnvFactory] = {}
+
+
+def register_env(name: str, cls: EnvFactory) -> None:
+    """Makes ``create_env(name, ...)`` build ``cls``.
+
+    Args:
+        name: Registry name, e.g. ``"aircombat"``. Must be new and must not start with
+            ``"gym:"``, which is reserved for the gymnasium adapter.
+        cls: A ``TensorVectorEnv`` subclass or any callable taking keyword arguments
+            ``num_envs``, ``device``, ``seed`` and the env's own options.
+
+    Raises:
+        ValueError: If the name is taken or reserved.
+    """
+    if name.startswith(GYM_PREFIX):
+        raise ValueError(f"env names starting with '{GYM_PREFIX}' are reserved for gymnasium")
+    if name in _REGISTRY:
+        raise ValueError(f"env '{name}' is already registered (by {_REGISTRY[name]!r})")
+    _REGISTRY[name] = cls
+
+
+def list_envs() -> list[str]:
+    """Returns the registered env names in registration order.
+
+    ``"gym:<id>"`` names are also accepted by :func:`create_env` but not listed.
+    """
+    return list(_REGISTRY)
+
+
+def create_env(
+    name: str,
+    num_envs: int,
+    device: str | torch.device = "cpu",
+    seed: int = 0,
+    **kwargs: Any,
+) -> TensorVectorEnv:
+    """Builds ``num_envs`` copies of the env called ``name``.
+
+    Args:
+        name: A registered name (see :func:`list_envs`) or ``"gym:<id>"`` for a gymnasium env.
+        num_envs: Number of copies ``N`` stepped together.
+        device: Device of the env's tensors.
+        seed: Seed used by the env's first ``reset()`` called without a seed.
+        **kwargs: Options of that env, e.g. ``max_episode_steps`` or ``dtype``.
+
+    Returns:
+        The env, ready for ``reset()``.
+
+    Raises:
+        ValueError: Unknown env name.
+        TypeError: An option the env does not accept.
+        ImportError: ``gym:<id>`` without gymnasium installed.
+    """
+    if name.startswith(GYM_PREFIX):
+        from ding_lite.envs.gym_adapter import GymVectorEnv
+
+        return GymVectorEnv(
+            name[len(GYM_PREFIX) :], num_envs=num_envs, device=device, seed=seed, **kwargs
+        )
+    if name not in _REGISTRY:
+        known = ", ".join([*_REGISTRY, f"{GYM_PREFIX}<id>"])
+        message = f"unknown env '{name}'; known: {known}"
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
+        if close:
+            message += f"; did you mean '{close[0]}'?"
+        raise ValueError(message)
+    factory = _REGISTRY[name]
+    _check_kwargs(name, factory, kwargs)
+    return factory(num_envs=num_envs, device=device, seed=seed, **kwargs)
+
+
+def _check_kwargs(name: str, factory: EnvFactory, kwargs: dict[str, Any]) -> None:
+    """Rejects options ``factory`` does not take, listing the ones it does."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # builtins and some callables have no signature
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = [
+        p
+        for p in params
+        if p not in ("self", "num_envs", "device", "seed")
+        and params[p].kind
+        in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise TypeError(
+            f"env '{name}' got unknown option(s) {', '.join(unknown)}; "
+            f"it accepts: {', '.join(accepted) or 'none'}"
+        )
+
+
+register_env(CartPoleEnv.name, CartPoleEnv)
+register_env(PendulumEnv.name, PendulumEnv)

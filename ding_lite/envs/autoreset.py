@@ -1,0 +1,146 @@
+"""Helpers that make same-step autoreset cheap: a pool of initial states and a row select.
+
+Both work without host syncs: which copies reset is only known on the device, so every copy
+takes part in the blend and the pool is refreshed a fixed amount per step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+_ELEMENT_DTYPES = (torch.complex128, torch.int64, torch.int32, torch.int16, torch.uint8)
+
+
+class RowSelect:
+    """``out[i] = a[i] if mask[i] else b[i]`` for fixed ``[N, D]`` buffers, without host sync.
+
+    Selecting rows of small ``[N, D]`` tensors with ``torch.where(mask[:, None], a, b)``
+    broadcasts the mask along the short last dim, which runs a slow strided kernel on CPU
+    (about 5x a contiguous op). Here each row is viewed as one 16-, 8-, 4- or 2-byte element
+    (or a few), so the select is a plain ``[N]`` one; selects only move bits, so values (NaN
+    payloads included) come through unchanged. The views are built once, so the buffers must
+    be updated in place.
+    """
+
+    def __init__(self, a: Tensor, b: Tensor, out: Tensor) -> None:
+        """Builds the element views.
+
+        Args:
+            a: Contiguous ``[N, D]`` rows taken where the mask is True.
+            b: Contiguous ``[N, D]`` rows taken elsewhere; same dtype and shape as ``a``.
+            out: Contiguous ``[N, D]`` destination (may be ``b``).
+        """
+        views = [_row_elements(t) for t in (a, b, out)]
+        if views[0].shape[1] == 1:  # one element per row: a plain [N] select
+            views = [v.squeeze(1) for v in views]
+            self._mask_dims = 1
+        else:
+            self._mask_dims = 2
+        self._a, self._b, self._out = views
+
+    def __call__(self, mask: Tensor) -> None:
+        """Writes the selection into ``out``.
+
+        Args:
+            mask: bool ``[N]``.
+        """
+        cond = mask if self._mask_dims == 1 else mask.unsqueeze(1)
+        torch.where(cond, self._a, self._b, out=self._out)
+
+
+def _row_elements(t: Tensor) -> Tensor:
+    """Views contiguous ``[N, D]`` ``t`` as ``[N, k]`` with the widest element that fits."""
+    if not t.is_contiguous() or t.dim() != 2:
+        raise ValueError(f"need a contiguous 2-D tensor, got shape {list(t.shape)}")
+    row_bytes = t.shape[1] * t.element_size()
+    for dtype in _ELEMENT_DTYPES:
+        size = dtype.itemsize
+        if row_bytes % size == 0 and (t.storage_offset() * t.element_size()) % size == 0:
+            return t.view(dtype)
+    return t
+
+
+class ResetPool:
+    """Initial states drawn ahead of time, so autoreset needs no fresh draw for all N copies.
+
+    Drawing ``[N, D]`` uniforms every step would cost about as much as a whole CartPole step,
+    yet only the few copies whose episode ended use them. The pool instead redraws a rolling
+    ``1 / refresh_steps`` share of its rows per step, so every row is renewed at least every
+    ``refresh_steps`` steps. Each reset therefore starts from an exact ``U(low, high)`` draw;
+    only a copy whose episodes last fewer than ``refresh_steps`` steps may start two of them
+    from the same draw.
+
+    Attributes:
+        values: ``[N, D]`` initial states; row ``i`` is copy ``i``'s next one.
+    """
+
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        low: tuple[float, ...],
+        high: tuple[float, ...],
+        generator: torch.Generator,
+        device: torch.device,
+        dtype: torch.dtype = torch.float32,
+        refresh_steps: int = 8,
+    ) -> None:
+        """Allocates and fills the pool.
+
+        Args:
+            num_envs: Number of copies ``N``.
+            low: Lower bound of each of the ``D`` state variables.
+            high: Upper bound of each state variable.
+            generator: Random generator on ``device`` (the env's, for reproducibility).
+            device: Device of the values.
+            dtype: Dtype of the values.
+            refresh_steps: Every row is redrawn within this many :meth:`advance` calls.
+        """
+        if len(low) != len(high):
+            raise ValueError(f"low/high lengths differ: {len(low)} vs {len(high)}")
+        self._generator = generator
+        self.values = torch.empty(num_envs, len(low), dtype=dtype, device=device)
+        block = -(-num_envs // refresh_steps)
+        # Views built once: slicing every step costs as much as a small op.
+        self._blocks = [self.values[i : i + block] for i in range(0, num_envs, block)]
+        self._cursor = 0
+        # One uniform_ call when all variables share their bounds (CartPole); otherwise scale
+        # U(0, 1) per column.
+        self._shared_bounds = (low[0], high[0]) if len({*low}) == len({*high}) == 1 else None
+        self._low = torch.tensor(low, dtype=dtype, device=device)
+        self._width = torch.tensor(high, dtype=dtype, device=device) - self._low
+        self.refill()
+
+    def _draw(self, out: Tensor) -> None:
+        if self._shared_bounds is not None:
+            out.uniform_(*self._shared_bounds, generator=self._generator)
+        else:
+            out.uniform_(0.0, 1.0, generator=self._generator).mul_(self._width).add_(self._low)
+
+    def refill(self) -> None:
+        """Redraws every row and restarts the rolling cursor."""
+        self._cursor = 0
+        self._draw(self.values)
+
+    def take_all(self) -> Tensor:
+        """Returns all ``[N, D]`` values as a new tensor and redraws the pool."""
+        taken = self.values.clone()
+        self.refill()
+        return taken
+
+    def advance(self) -> None:
+        """Redraws the next block of rows; call once per step after using ``values``."""
+        self._draw(self._blocks[self._cursor])
+        self._cursor = (self._cursor + 1) % len(self._blocks)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The pool's values and cursor, for checkpoints."""
+        return {"values": self.values.clone(), "cursor": self._cursor}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores what :meth:`state_dict` returned."""
+        self.values.copy_(state["values"])
+        self._cursor = int(state["cursor"])

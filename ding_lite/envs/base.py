@@ -1,0 +1,281 @@
+"""``TensorVectorEnv``: a batch of environment copies stepped with tensor ops.
+
+Every input and output is a torch tensor on ``env.device``. Bundled envs step all copies with
+a handful of elementwise ops and never loop over copies in Python, so the same code runs on
+CPU and CUDA; the step path also avoids host syncs (no ``.item()``, no data-dependent Python
+branches) so a CUDA step is queued without waiting for the GPU.
+
+Subclasses own the physical state and implement three hooks; this base class owns seeding,
+action checking, time limits, episode statistics and the same-step autoreset.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid
+
+StepResult = tuple[Tensor, Tensor, Tensor, Tensor, dict[str, Any]]
+
+
+class TensorVectorEnv(abc.ABC):
+    """Base class of batched envs whose inputs and outputs are tensors on one device.
+
+    Contract of :meth:`step` (``N = num_envs``):
+
+    - ``obs``: float32 ``[N, *obs_shape]``. A copy whose episode ended this step (terminated
+      or truncated) is reset in the same step, so its row is the first obs of its next episode.
+    - ``reward``: float32 ``[N]``; ``terminated``, ``truncated``: bool ``[N]``.
+    - ``info["final_obs"]``: float32 ``[N, *obs_shape]``, the last obs of the episodes that
+      ended; rows of copies that did not end equal ``obs``.
+    - ``info["episode"]``: ``{"return": float32 [N], "length": int64 [N], "mask": bool [N]}``,
+      the undiscounted return and length of the episodes that ended this step; only rows
+      where ``mask`` is True are meaningful.
+    - ``info["done"]``: ``terminated | truncated``.
+
+    Subclasses implement :meth:`_reset_state`, :meth:`_step_physics` and :meth:`_obs`.
+
+    Attributes:
+        num_envs: Number of env copies ``N``.
+        device: Device of every tensor the env takes and returns.
+        obs_shape: Shape of one copy's observation.
+        action_space: What :meth:`step` accepts (see ``ding_lite.envs.spaces``).
+        max_episode_steps: Episodes are truncated after this many steps; None = never.
+        name: Registry name of the env.
+    """
+
+    name: str = "tensor_env"
+    clip_actions: bool = True  # clip Box actions to the bounds before the env sees them
+
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        obs_shape: tuple[int, ...],
+        action_space: ActionSpace,
+        max_episode_steps: int | None,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+    ) -> None:
+        """Sets up the bookkeeping shared by all envs.
+
+        Args:
+            num_envs: Number of env copies; must be >= 1.
+            obs_shape: Shape of one copy's observation.
+            action_space: Space of one copy's action.
+            max_episode_steps: Truncate episodes after this many steps; None disables it.
+            device: Device of the env's tensors and of its random generator.
+            seed: Seed used by the first :meth:`reset` called without a seed.
+        """
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if max_episode_steps is not None and max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps must be >= 1 or None, got {max_episode_steps}")
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.obs_shape = tuple(obs_shape)
+        self.action_space = action_space
+        self.max_episode_steps = max_episode_steps
+        self.generator = torch.Generator(device=self.device)
+        self._pending_seed = seed
+        self._ep_return = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
+        self._ep_length = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        # 0-dim zeros: torch.where with a Python scalar builds this tensor on every call.
+        self._zero_return = torch.zeros((), dtype=torch.float32, device=self.device)
+        self._zero_length = torch.zeros((), dtype=torch.int64, device=self.device)
+        self._needs_reset = True
+        if isinstance(action_space, Box):
+            # Bounds live on the device once, so clipping costs one op and no transfer.
+            self._action_low = torch.tensor(action_space.low, device=self.device)
+            self._action_high = torch.tensor(action_space.high, device=self.device)
+
+    # ----------------------------------------------------------------- subclass hooks
+    @abc.abstractmethod
+    def _reset_state(self, mask: Tensor | None) -> None:
+        """Draws a fresh initial state for the copies where ``mask`` is True.
+
+        Args:
+            mask: bool ``[N]``, or None to reset every copy. Must be handled without a host
+                sync (blend with ``torch.where`` rather than indexing with the mask).
+        """
+
+    @abc.abstractmethod
+    def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
+        """Advances every copy by one step.
+
+        Args:
+            action: Checked action: int64 ``[N]`` (Discrete) or float ``[N, dim]``, already
+                clipped to the Box bounds.
+
+        Returns:
+            ``(reward, terminated)``: float32 ``[N]`` and bool ``[N]``.
+        """
+
+    @abc.abstractmethod
+    def _obs(self) -> Tensor:
+        """Returns float32 ``[N, *obs_shape]`` for the current state, in fresh memory."""
+
+    def _autoreset(self, done: Tensor) -> tuple[Tensor, Tensor]:
+        """Resets the copies where ``done`` and observes before and after.
+
+        Override when the env can do it cheaper, e.g. by keeping the stepped state apart
+        from the reset one.
+
+        Args:
+            done: bool ``[N]``, the copies whose episode ended this step.
+
+        Returns:
+            ``(obs, final_obs)``, both float32 ``[N, *obs_shape]`` in fresh memory.
+        """
+        final_obs = self._obs()
+        self._reset_state(done)
+        return self._obs(), final_obs
+
+    # ------------------------------------------------------------------- public API
+    def reset(self, seed: int | None = None) -> tuple[Tensor, dict[str, Any]]:
+        """Resets every copy and the episode statistics.
+
+        Args:
+            seed: Reseeds the env's generator so the trajectory is a function of the seed and
+                the actions. None continues the generator's stream, except that the first
+                reset uses the seed given at construction.
+
+        Returns:
+            ``(obs, info)``: obs float32 ``[N, *obs_shape]``; info is empty.
+        """
+        seed = self._take_seed(seed)
+        if seed is not None:
+            self.generator.manual_seed(seed)
+        self._reset_state(None)
+        self._clear_episodes()
+        return self._obs(), {}
+
+    def step(self, action: Tensor) -> StepResult:
+        """Steps every copy once and resets the copies whose episode ended.
+
+        Args:
+            action: int64 ``[N]`` for a Discrete space, float ``[N, dim]`` for Box/Hybrid.
+                Box actions outside the bounds are clipped.
+
+        Returns:
+            ``(obs, reward, terminated, truncated, info)``, see the class docstring.
+        """
+        if self._needs_reset:
+            raise RuntimeError(f"{self.name}: call reset() before step()")
+        action = self._prepare_action(action)
+        reward, terminated = self._step_physics(action)
+        ep_length = self._ep_length + 1
+        if self.max_episode_steps is None:
+            truncated = torch.zeros_like(terminated)
+        else:
+            truncated = ep_length >= self.max_episode_steps
+        done = terminated | truncated
+        obs, final_obs = self._autoreset(done)
+        info = self._episode_info(reward, ep_length, done)
+        info["final_obs"] = final_obs
+        return obs, reward, terminated, truncated, info
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue the exact trajectory after a restart.
+
+        Returns:
+            Tensors, numbers and None only, so ``torch.load(weights_only=True)`` reads it.
+        """
+        return {
+            "generator": self.generator.get_state(),
+            "pending_seed": self._pending_seed,
+            "needs_reset": self._needs_reset,
+            "episode_return": self._ep_return.clone(),
+            "episode_length": self._ep_length.clone(),
+            **self._extra_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores what :meth:`state_dict` returned (possibly saved from another device)."""
+        self.generator.set_state(state["generator"].cpu())
+        self._pending_seed = state["pending_seed"]
+        self._needs_reset = bool(state["needs_reset"])
+        self._ep_return = state["episode_return"].to(self.device, torch.float32).clone()
+        self._ep_length = state["episode_length"].to(self.device, torch.int64).clone()
+        self._load_extra_state(state)
+
+    def _extra_state(self) -> dict[str, Any]:
+        """Subclass state for :meth:`state_dict` (the physical state, reset pool...)."""
+        return {}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restores what :meth:`_extra_state` returned."""
+
+    def close(self) -> None:
+        """Releases resources; bundled envs hold none beyond tensors."""
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self.name!r}, num_envs={self.num_envs}, "
+            f"device={self.device}, obs_shape={self.obs_shape}, "
+            f"action_space={self.action_space}, max_episode_steps={self.max_episode_steps})"
+        )
+
+    # ---------------------------------------------------------------------- helpers
+    def _take_seed(self, seed: int | None) -> int | None:
+        """The seed a reset should use: ``seed``, else the construction seed once."""
+        if seed is None:
+            seed = self._pending_seed
+        self._pending_seed = None
+        return seed
+
+    def _clear_episodes(self) -> None:
+        """Zeroes the episode statistics after a full reset."""
+        self._ep_return.zero_()
+        self._ep_length.zero_()
+        self._needs_reset = False
+
+    def _episode_info(self, reward: Tensor, ep_length: Tensor, done: Tensor) -> dict[str, Any]:
+        """Adds one step to the episode statistics and reports the episodes that ended.
+
+        The finished-episode tensors are handed out and fresh accumulators take their place,
+        which costs one op each (``torch.where`` beats ``masked_fill``, a clone plus a fill).
+
+        Args:
+            reward: float32 ``[N]``, this step's reward.
+            ep_length: int64 ``[N]``, episode lengths including this step.
+            done: bool ``[N]``, which episodes ended this step.
+
+        Returns:
+            ``{"episode": {"return", "length", "mask"}, "done": done}``.
+        """
+        ep_return = self._ep_return + reward
+        self._ep_return = torch.where(done, self._zero_return, ep_return)
+        self._ep_length = torch.where(done, self._zero_length, ep_length)
+        return {"episode": {"return": ep_return, "length": ep_length, "mask": done}, "done": done}
+
+    def _prepare_action(self, action: Tensor) -> Tensor:
+        """Moves ``action`` to the device, checks its shape and clips Box actions.
+
+        Only shapes are checked: checking values would need a host sync.
+        """
+        space = self.action_space
+        if isinstance(space, Discrete):
+            action = torch.as_tensor(action, device=self.device)
+            if action.shape != (self.num_envs,):
+                raise ValueError(
+                    f"{self.name}: Discrete action must have shape [{self.num_envs}], "
+                    f"got {list(action.shape)}"
+                )
+            if action.dtype != torch.int64:
+                action = action.long()
+            return action
+        dim = space.dim if isinstance(space, (Box, Hybrid)) else None
+        action = torch.as_tensor(action, device=self.device)
+        if action.shape != (self.num_envs, dim):
+            raise ValueError(
+                f"{self.name}: action must have shape [{self.num_envs}, {dim}], "
+                f"got {list(action.shape)}"
+            )
+        if isinstance(space, Box) and self.clip_actions:
+            action = torch.clamp(action, self._action_low, self._action_high)
+        return action

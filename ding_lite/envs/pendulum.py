@@ -1,0 +1,133 @@
+"""Pendulum with gymnasium Pendulum-v1's dynamics, stepped for all copies at once.
+
+Constants, cost, clipping, initial distribution and the 200-step time limit follow
+gymnasium's ``PendulumEnv``; the episode never terminates, it is only truncated.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ding_lite.envs.autoreset import ResetPool, RowSelect
+from ding_lite.envs.base import TensorVectorEnv
+from ding_lite.envs.spaces import Box
+
+MAX_SPEED = 8.0
+MAX_TORQUE = 2.0
+DT = 0.05
+MASS = 1.0
+LENGTH = 1.0
+INIT_THETA = math.pi
+INIT_THETA_DOT = 1.0
+
+
+class PendulumEnv(TensorVectorEnv):
+    """Batched Pendulum-v1: swing a pendulum up and hold it with a bounded torque.
+
+    Observation float32 ``[N, 3]``: ``cos(theta)``, ``sin(theta)``, ``theta_dot``. Action
+    ``Box(low=(-2.0,), high=(2.0,))`` of shape ``[N, 1]``, clipped to the bounds. Reward is
+    ``-(angle_normalize(theta)^2 + 0.1 theta_dot^2 + 0.001 u^2)`` for the state before the
+    step; ``theta = 0`` is upright.
+
+    Attributes:
+        state: ``[N, 2]`` physical state (theta, theta_dot) of ``dtype``. Write into it or
+            assign a new tensor to place copies anywhere before a step.
+    """
+
+    name = "pendulum"
+
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+        max_episode_steps: int | None = 200,
+        g: float = 10.0,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
+
+        Args:
+            num_envs: Number of copies ``N``.
+            device: Device of all tensors.
+            seed: Seed of the first :meth:`reset` called without one.
+            max_episode_steps: Truncation limit; gymnasium's Pendulum-v1 uses 200.
+            g: Gravitational acceleration.
+            dtype: Dtype of the physical state; float64 reproduces gymnasium's numbers.
+        """
+        super().__init__(
+            num_envs=num_envs,
+            obs_shape=(3,),
+            action_space=Box(low=(-MAX_TORQUE,), high=(MAX_TORQUE,)),
+            max_episode_steps=max_episode_steps,
+            device=device,
+            seed=seed,
+        )
+        self.g = g
+        self.dtype = dtype
+        self._state = torch.zeros(num_envs, 2, dtype=dtype, device=self.device)
+        self._next = torch.empty_like(self._state)  # state after physics, before autoreset
+        self._pool = ResetPool(
+            num_envs=num_envs,
+            low=(-INIT_THETA, -INIT_THETA_DOT),
+            high=(INIT_THETA, INIT_THETA_DOT),
+            generator=self.generator,
+            device=self.device,
+            dtype=dtype,
+        )
+        self._select_reset_rows = RowSelect(self._pool.values, self._next, out=self._state)
+
+    @property
+    def state(self) -> Tensor:
+        return self._state
+
+    @state.setter
+    def state(self, value: Tensor) -> None:
+        self._state.copy_(torch.as_tensor(value).expand(self.num_envs, 2))
+
+    def _reset_state(self, mask: Tensor | None) -> None:
+        if mask is None:
+            self._state.copy_(self._pool.take_all())
+        else:
+            self._select_reset_rows(mask)
+            self._pool.advance()
+
+    def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
+        theta, theta_dot = self._state.unbind(1)
+        u = action[:, 0].to(self.dtype)
+        # angle_normalize: Python-style modulo, as torch.remainder, maps to [-pi, pi).
+        angle = torch.remainder(theta + math.pi, 2 * math.pi) - math.pi
+        cost = angle * angle + 0.1 * (theta_dot * theta_dot) + 0.001 * (u * u)
+        accel = 3 * self.g / (2 * LENGTH) * theta.sin() + 3.0 / (MASS * LENGTH**2) * u
+        new_theta_dot = torch.clamp(
+            theta_dot + accel * DT, -MAX_SPEED, MAX_SPEED, out=self._next[:, 1]
+        )
+        torch.add(theta, new_theta_dot, alpha=DT, out=self._next[:, 0])
+        reward = cost.neg().to(torch.float32)
+        terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        return reward, terminated
+
+    @staticmethod
+    def _obs_of(state: Tensor) -> Tensor:
+        theta, theta_dot = state.unbind(1)
+        return torch.stack((theta.cos(), theta.sin(), theta_dot), dim=1).to(torch.float32)
+
+    def _obs(self) -> Tensor:
+        return self._obs_of(self._state)
+
+    def _autoreset(self, done: Tensor) -> tuple[Tensor, Tensor]:
+        # The stepped state stays in _next while the reset one is written to _state.
+        self._reset_state(done)
+        return self._obs(), self._obs_of(self._next)
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"state": self._state.clone(), "pool": self._pool.state_dict()}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.state = state["state"]
+        self._pool.load_state_dict(state["pool"])

@@ -1,0 +1,26 @@
+"""Actor-critic networks and the action distributions they return."""
+
+from .actor_critic import ACTIVATIONS, MODEL_OPTIONS, ActorCritic, build_model
+from .dists import (
+    TANH_CLAMP_EPS,
+    ActionBounds,
+    ActionDist,
+    CategoricalDist,
+    GaussianDist,
+    HybridDist,
+    pad_logits,
+)
+
+__all__ = [
+    "ACTIVATIONS",
+    "MODEL_OPTIONS",
+    "TANH_CLAMP_EPS",
+    "ActionBounds",
+    "ActionDist",
+    "ActorCritic",
+    "CategoricalDist",
+    "GaussianDist",
+    "HybridDist",
+    "build_model",
+    "pad_logits",
+]

@@ -1,0 +1,297 @@
+"""Actor-critic MLPs with heads built from the env's action space."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..envs.spaces import ActionSpace, Box, Discrete, Hybrid
+from .dists import ActionBounds, ActionDist, CategoricalDist, GaussianDist, HybridDist
+
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+"""Range that state-dependent log-std heads are clamped to."""
+
+
+def _layer_init(layer: nn.Linear, gain: float, ortho_init: bool) -> nn.Linear:
+    if ortho_init:
+        nn.init.orthogonal_(layer.weight, gain)
+        nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _mlp_layers(in_dim: int, hidden_sizes: Sequence[int], ortho_init: bool) -> nn.ModuleList:
+    layers = []
+    for size in hidden_sizes:
+        layers.append(_layer_init(nn.Linear(in_dim, size), math.sqrt(2.0), ortho_init))
+        in_dim = size
+    return nn.ModuleList(layers)
+
+
+class ActorCritic(nn.Module):
+    """An MLP actor and critic whose policy head fits the action space.
+
+    Heads by action space:
+
+    - ``Discrete(n)``: ``n`` logits -> :class:`CategoricalDist`.
+    - ``Box(low, high)``: Gaussian mean plus a learned log-std (a parameter, or a head if
+      ``state_dependent_std``) -> :class:`GaussianDist`. Actions are unbounded; the env clips.
+    - ``Hybrid(continuous, discrete)``: mean and (always state-dependent) log-std of a
+      tanh-squashed Gaussian mapped onto ``continuous``'s bounds, plus logits for each
+      discrete part -> :class:`HybridDist`.
+
+    All policy outputs come from one linear layer that is then sliced, to keep the number
+    of small kernels per forward low.
+
+    Args:
+        obs_dim: Size of a flat observation, or the observation shape (flattened on input).
+        action_space: The env's action space.
+        hidden_sizes: Widths of the hidden layers of each MLP; empty for linear heads.
+        activation: ``"tanh"`` or ``"relu"``.
+        share_encoder: Use one MLP trunk for actor and critic instead of two.
+        log_std_init: Initial log standard deviation of Gaussian heads.
+        state_dependent_std: For ``Box``, predict log-std from the observation instead of
+            learning one parameter per action dimension. ``Hybrid`` always predicts it.
+        zero_init_value: Zero the value head's weight and bias, so initial values are 0.
+        ortho_init: Orthogonal init, gain sqrt(2) for hidden layers, 0.01 for the policy
+            head and 1 for the value head, zero biases (PPO practice); else PyTorch's init.
+
+    Raises:
+        ValueError: For an unknown activation, an unsupported or empty action space, or a
+            ``Hybrid`` continuous part with non-finite bounds.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int | Sequence[int],
+        action_space: ActionSpace,
+        *,
+        hidden_sizes: Sequence[int] = (64, 64),
+        activation: str = "tanh",
+        share_encoder: bool = False,
+        log_std_init: float = 0.0,
+        state_dependent_std: bool = False,
+        zero_init_value: bool = False,
+        ortho_init: bool = True,
+    ) -> None:
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; known: {', '.join(ACTIVATIONS)}")
+        shape = (obs_dim,) if isinstance(obs_dim, int) else tuple(int(s) for s in obs_dim)
+        flat_dim = math.prod(shape)
+        if flat_dim < 1:
+            raise ValueError(f"observation shape {shape} is empty")
+        self.action_space = action_space
+        self.share_encoder = share_encoder
+        hidden_sizes = tuple(int(h) for h in hidden_sizes)
+        feat_dim = hidden_sizes[-1] if hidden_sizes else flat_dim
+
+        self._activation = ACTIVATIONS[activation]
+        self._flatten = len(shape) > 1
+        self.actor_encoder = _mlp_layers(flat_dim, hidden_sizes, ortho_init)
+        self.critic_encoder = (
+            None if share_encoder else _mlp_layers(flat_dim, hidden_sizes, ortho_init)
+        )
+
+        self._kind, head_dim, log_std_cols = self._plan_heads(action_space, state_dependent_std)
+        self.policy_head = _layer_init(nn.Linear(feat_dim, head_dim), 0.01, ortho_init)
+        self.value_head = _layer_init(nn.Linear(feat_dim, 1), 1.0, ortho_init)
+        if zero_init_value:
+            nn.init.zeros_(self.value_head.weight)
+            nn.init.zeros_(self.value_head.bias)
+        if log_std_cols is not None:
+            with torch.no_grad():
+                self.policy_head.bias[log_std_cols].fill_(log_std_init)
+        # A state-independent log-std, one per action dimension (Box only).
+        self.log_std: nn.Parameter | None = None
+        if self._kind == "box" and not state_dependent_std:
+            self.log_std = nn.Parameter(torch.full((self._act_dim,), float(log_std_init)))
+
+    def _plan_heads(
+        self, space: ActionSpace, state_dependent_std: bool
+    ) -> tuple[str, int, slice | None]:
+        """Sets the head bookkeeping; returns (kind, head width, log-std columns)."""
+        self._act_dim = 0
+        self._n_parts = 0
+        self._n_max = 0
+        self._bounded = False
+        self.register_buffer("logits_mask", None)
+        if isinstance(space, Discrete):
+            if space.n < 1:
+                raise ValueError(f"Discrete action space needs n >= 1; got {space.n}")
+            return "discrete", space.n, None
+        if isinstance(space, Box):
+            d = self._act_dim = space.dim
+            if d < 1:
+                raise ValueError("Box action space has no dimensions")
+            if state_dependent_std:
+                return "box", 2 * d, slice(d, 2 * d)
+            return "box", d, None
+        if isinstance(space, Hybrid):
+            d = self._act_dim = space.continuous.dim
+            if d < 1:
+                raise ValueError("Hybrid action space needs a continuous part with dim >= 1")
+            low = torch.tensor(space.continuous.low, dtype=torch.float32)
+            high = torch.tensor(space.continuous.high, dtype=torch.float32)
+            if not (
+                torch.isfinite(low).all() and torch.isfinite(high).all() and (low < high).all()
+            ):
+                raise ValueError(
+                    "Hybrid continuous bounds must be finite with low < high to squash onto; "
+                    f"got low={space.continuous.low}, high={space.continuous.high}"
+                )
+            bounds = ActionBounds.from_low_high(low, high)
+            self._bounded = not (bool((low == -1).all()) and bool((high == 1).all()))
+            self.register_buffer("action_loc", bounds.loc)
+            self.register_buffer("action_scale", bounds.scale)
+            self.register_buffer("action_log_scale", bounds.log_scale)
+            parts = tuple(int(n) for n in space.discrete)
+            if any(n < 1 for n in parts):
+                raise ValueError(f"Hybrid discrete parts need >= 1 choice each; got {parts}")
+            self._n_parts = len(parts)
+            self._n_max = max(parts, default=0)
+            if len(set(parts)) > 1:
+                mask = torch.zeros(len(parts), self._n_max)
+                for i, n in enumerate(parts):
+                    mask[i, n:] = -math.inf
+                self.logits_mask = mask
+            return "hybrid", 2 * d + self._n_parts * self._n_max, slice(d, 2 * d)
+        raise ValueError(
+            f"unsupported action space {type(space).__name__}; supported: Discrete, Box, Hybrid"
+        )
+
+    def _encode(self, layers: nn.ModuleList, x: Tensor) -> Tensor:
+        # Functional calls skip nn.Module.__call__, a large share of the cost at small B.
+        act = self._activation
+        for layer in layers:
+            x = act(F.linear(x, layer.weight, layer.bias))
+        return x
+
+    def _features(self, obs: Tensor) -> tuple[Tensor, Tensor]:
+        if self._flatten:
+            obs = obs.flatten(1)
+        h_pi = self._encode(self.actor_encoder, obs)
+        if self.critic_encoder is None:
+            return h_pi, h_pi
+        return h_pi, self._encode(self.critic_encoder, obs)
+
+    def _value(self, h_v: Tensor) -> Tensor:
+        head = self.value_head
+        return F.linear(h_v, head.weight, head.bias).squeeze(-1)
+
+    def _dist(self, h_pi: Tensor) -> ActionDist:
+        head = self.policy_head
+        out = F.linear(h_pi, head.weight, head.bias)
+        if self._kind == "discrete":
+            return CategoricalDist(out)
+        d = self._act_dim
+        if self._kind == "box":
+            if self.log_std is not None:
+                return GaussianDist(out, self.log_std)
+            log_std = out[:, d:].clamp(LOG_STD_MIN, LOG_STD_MAX)
+            return GaussianDist(out[:, :d], log_std)
+        log_std = out[:, d : 2 * d].clamp(LOG_STD_MIN, LOG_STD_MAX)
+        logits = None
+        if self._n_parts:
+            logits = out[:, 2 * d :].unflatten(-1, (self._n_parts, self._n_max))
+            if self.logits_mask is not None:
+                logits = logits + self.logits_mask
+        bounds = None
+        if self._bounded:
+            bounds = ActionBounds(self.action_loc, self.action_scale, self.action_log_scale)
+        return HybridDist(out[:, :d], log_std, logits, bounds)
+
+    def forward(self, obs: Tensor) -> tuple[ActionDist, Tensor]:
+        """Runs actor and critic.
+
+        Args:
+            obs: Observations, shape [B, obs_dim] (or [B, *obs_shape]).
+
+        Returns:
+            ``(dist, value)``: the action distribution over B rows and values of shape [B].
+        """
+        h_pi, h_v = self._features(obs)
+        return self._dist(h_pi), self._value(h_v)
+
+    def get_value(self, obs: Tensor) -> Tensor:
+        """Returns V(obs), shape [B]; runs only the critic (and shared trunk)."""
+        if self._flatten:
+            obs = obs.flatten(1)
+        layers = self.actor_encoder if self.critic_encoder is None else self.critic_encoder
+        return self._value(self._encode(layers, obs))
+
+    def get_dist(self, obs: Tensor) -> ActionDist:
+        """Returns the action distribution for ``obs`` [B, ...]; runs only the actor."""
+        if self._flatten:
+            obs = obs.flatten(1)
+        return self._dist(self._encode(self.actor_encoder, obs))
+
+    @torch.no_grad()
+    def act(self, obs: Tensor, deterministic: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+        """Chooses actions for the collector in one forward pass, without gradient.
+
+        Args:
+            obs: Observations, shape [B, obs_dim].
+            deterministic: Take the distribution's mode instead of sampling.
+
+        Returns:
+            ``(action, log_prob, value)``: actions in the space's encoding (int64 [B] for
+            Discrete, float [B, d] for Box and Hybrid), their log-probabilities [B] (equal to
+            ``get_dist(obs).log_prob(action)``) and values [B].
+        """
+        dist, value = self(obs)
+        action = dist.mode() if deterministic else dist.sample()
+        return action, dist.log_prob(action), value
+
+    def evaluate_actions(self, obs: Tensor, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Scores stored actions for the PPO update (with gradient).
+
+        Args:
+            obs: Observations, shape [B, obs_dim].
+            action: Actions as returned by :meth:`act`.
+
+        Returns:
+            ``(log_prob, entropy, value)``, each of shape [B].
+        """
+        dist, value = self(obs)
+        return dist.log_prob(action), dist.entropy(), value
+
+
+def build_model(
+    obs_shape: int | Sequence[int], action_space: ActionSpace, **model_cfg: object
+) -> ActorCritic:
+    """Builds the actor-critic for an env.
+
+    Args:
+        obs_shape: Observation size or shape (without the batch dimension).
+        action_space: The env's action space.
+        **model_cfg: Keyword options of :class:`ActorCritic` (``hidden_sizes``,
+            ``activation``, ``share_encoder``, ``log_std_init``, ``state_dependent_std``,
+            ``zero_init_value``, ``ortho_init``).
+
+    Returns:
+        The :class:`ActorCritic`.
+
+    Raises:
+        ValueError: For an unknown option, activation or action space.
+    """
+    unknown = sorted(set(model_cfg) - set(MODEL_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown model option(s) {unknown}; known: {', '.join(MODEL_OPTIONS)}")
+    return ActorCritic(obs_shape, action_space, **model_cfg)  # type: ignore[arg-type]
+
+
+MODEL_OPTIONS = (
+    "hidden_sizes",
+    "activation",
+    "share_encoder",
+    "log_std_init",
+    "state_dependent_std",
+    "zero_init_value",
+    "ortho_init",
+)
+"""Keyword options :func:`build_model` accepts."""

@@ -1,0 +1,97 @@
+"""The Policy interface: one model seen through three modes.
+
+``learn_mode`` updates the model from a batch, ``collect_mode`` acts (sampling) and values
+observations for rollouts, ``eval_mode`` acts deterministically. Each mode is a small object
+with ``forward``; a learner, a collector and an evaluator each hold only the mode they need.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+
+from ding_lite.utils.registry import Registry
+
+POLICY_REGISTRY: Registry[type[Policy]] = Registry("policy")
+
+
+class LearnMode:
+    """The learner's view of a policy."""
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+
+    def forward(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Runs one iteration's update on ``data``; returns scalars to log."""
+        return self._policy._forward_learn(data)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._policy.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._policy.load_state_dict(state)
+
+
+class CollectMode:
+    """The collector's view: sampled actions with their log-probs and values."""
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Returns ``(action, log_prob, value)`` for a batch of observations."""
+        return self._policy._forward_collect(obs)
+
+    def get_value(self, obs: torch.Tensor) -> torch.Tensor:
+        """Returns V(obs), shape [B]."""
+        return self._policy._get_value(obs)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._policy.load_state_dict(state, model_only=True)
+
+
+class EvalMode:
+    """The evaluator's view: actions without exploration noise (configurable)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Returns the actions for a batch of observations."""
+        return self._policy._forward_eval(obs)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._policy.load_state_dict(state, model_only=True)
+
+
+class Policy(ABC):
+    """Base class of policies; subclasses implement the ``_forward_*`` methods."""
+
+    def __init__(self) -> None:
+        #: Figures of the run that trained this policy (set by the pipelines).
+        self.result: dict[str, Any] | None = None
+        self.learn_mode = LearnMode(self)
+        self.collect_mode = CollectMode(self)
+        self.eval_mode = EvalMode(self)
+
+    @abstractmethod
+    def _forward_learn(self, data: dict[str, torch.Tensor]) -> dict[str, float]: ...
+
+    @abstractmethod
+    def _forward_collect(
+        self, obs: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
+
+    @abstractmethod
+    def _get_value(self, obs: torch.Tensor) -> torch.Tensor: ...
+
+    @abstractmethod
+    def _forward_eval(self, obs: torch.Tensor) -> torch.Tensor: ...
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any], model_only: bool = False) -> None: ...

@@ -1,0 +1,233 @@
+"""PPO with a clipped surrogate, optional value clipping, KL penalty and value warm-up."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from ding_lite.envs.spaces import ActionSpace
+from ding_lite.model import build_model
+from ding_lite.policy.base import POLICY_REGISTRY, Policy
+from ding_lite.rl_utils import (
+    entropy_loss,
+    explained_variance,
+    get_adv_estimator,
+    ppo_policy_loss,
+    ppo_value_loss,
+)
+
+
+@POLICY_REGISTRY.register("ppo")
+class PPOPolicy(Policy):
+    """Proximal Policy Optimization over any action space the model supports.
+
+    Args:
+        cfg: the ``policy`` config section (``model``, ``learn``, ``collect``, ``eval``).
+        obs_shape: shape of one observation.
+        action_space: the env's action space; picks the model's head.
+        device: where the model lives.
+        total_iters: iterations the run is planned for; needed only by ``lr_anneal``.
+        model: an already built model to use instead of building one from ``cfg.model``.
+    """
+
+    def __init__(
+        self,
+        cfg: Any,
+        *,
+        obs_shape: tuple[int, ...],
+        action_space: ActionSpace,
+        device: str | torch.device = "cpu",
+        total_iters: int | None = None,
+        model: nn.Module | None = None,
+    ) -> None:
+        super().__init__()
+        self.cfg = cfg
+        learn = cfg.learn
+        self.device = torch.device(device)
+        self.model = (model or build_model(obs_shape, action_space, **cfg.model)).to(self.device)
+        opt_cls = torch.optim.AdamW if learn.optimizer == "adamw" else torch.optim.Adam
+        self.optimizer = opt_cls(
+            self.model.parameters(),
+            lr=learn.learning_rate,
+            eps=learn.adam_eps,
+            weight_decay=learn.weight_decay,
+        )
+        self._adv_estimator = get_adv_estimator(learn.adv_estimator)
+        self._total_iters = total_iters
+        self._iter = 0
+        self._kl_coef = float(learn.kl_coef)
+        self._ref_model: nn.Module | None = None
+        if self._kl_coef > 0:
+            self._ref_model = copy.deepcopy(self.model).requires_grad_(False)
+        self._deterministic_eval = cfg.eval.deterministic
+        self.skipped_steps = 0
+
+    @property
+    def adv_estimator(self):
+        """The advantage estimator the collector should use (``.fn``, ``.normalize``)."""
+        return self._adv_estimator
+
+    def _learning_rate(self) -> float:
+        learn = self.cfg.learn
+        if not learn.lr_anneal or not self._total_iters:
+            return learn.learning_rate
+        return learn.learning_rate * max(0.0, 1.0 - self._iter / self._total_iters)
+
+    def _forward_learn(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
+        learn = self.cfg.learn
+        lr = self._learning_rate()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        b_obs, b_actions = data["obs"], data["action"]
+        b_logprobs, b_values = data["logp"], data["value"]
+        b_advantages, b_returns = data["adv"], data["ret"]
+        batch_size = b_obs.shape[0]
+        mb_size = min(learn.batch_size, batch_size)
+        value_only = self._iter < learn.value_warmup_iters
+        kl_coef = self._kl_coef
+        sums = dict(pg_loss=0.0, v_loss=0.0, entropy=0.0, approx_kl=0.0, clipfrac=0.0, kl=0.0)
+        grad_norms: list[torch.Tensor] = []
+        n_minibatches = 0
+        n_backward = 0
+        stats: list[torch.Tensor] = []
+        self.model.train()
+        for _epoch in range(learn.n_epochs):
+            b_inds = torch.randperm(batch_size, device=self.device)
+            for start in range(0, batch_size - mb_size + 1, mb_size):
+                mb_inds = b_inds[start : start + mb_size]
+                dist, newvalue = self.model(b_obs[mb_inds])
+                newlogprob = dist.log_prob(b_actions[mb_inds])
+                mb_advantages = b_advantages[mb_inds]
+                if self._adv_estimator.normalize:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (
+                        mb_advantages.std() + 1e-8
+                    )
+                pg = ppo_policy_loss(
+                    newlogprob, b_logprobs[mb_inds], mb_advantages, learn.clip_ratio
+                )
+                v_loss = ppo_value_loss(
+                    newvalue,
+                    b_values[mb_inds],
+                    b_returns[mb_inds],
+                    learn.clip_ratio if learn.value_clip else None,
+                )
+                ent = entropy_loss(dist.entropy())
+                if value_only:
+                    loss = learn.value_weight * v_loss
+                else:
+                    loss = pg.pg_loss - learn.entropy_weight * ent + learn.value_weight * v_loss
+                kl = torch.zeros((), device=self.device)
+                if self._ref_model is not None and kl_coef > 0:
+                    with torch.no_grad():
+                        ref_dist = self._ref_model.get_dist(b_obs[mb_inds])
+                    kl = dist.kl(ref_dist).mean()
+                    loss = loss + kl_coef * kl
+                (loss / learn.grad_accum_steps).backward()
+                n_backward += 1
+                stats.append(
+                    torch.stack(
+                        [
+                            pg.pg_loss.detach(),
+                            v_loss.detach(),
+                            ent.detach(),
+                            pg.approx_kl,
+                            pg.clipfrac,
+                            kl.detach(),
+                        ]
+                    )
+                )
+                n_minibatches += 1
+                if n_backward % learn.grad_accum_steps == 0:
+                    grad_norms.append(self._optimizer_step())
+            if n_backward % learn.grad_accum_steps:
+                grad_norms.append(self._optimizer_step())
+                n_backward = 0
+            if learn.target_kl is not None and stats and stats[-1][3].item() > learn.target_kl:
+                break
+        means = torch.stack(stats).mean(0).tolist() if stats else [math.nan] * 6
+        for key, value in zip(sums, means, strict=True):
+            sums[key] = value
+        self._iter += 1
+        self._kl_coef *= learn.kl_coef_decay
+        if (
+            self._ref_model is not None
+            and learn.kl_ref_update_interval
+            and self._iter % learn.kl_ref_update_interval == 0
+        ):
+            self._ref_model.load_state_dict(self.model.state_dict())
+        norms = torch.stack(grad_norms) if grad_norms else torch.zeros(1)
+        return {
+            "policy_loss": sums["pg_loss"],
+            "value_loss": sums["v_loss"],
+            "entropy": sums["entropy"],
+            "approx_kl": sums["approx_kl"],
+            "clipfrac": sums["clipfrac"],
+            "kl_ref": sums["kl"],
+            "kl_coef": kl_coef,
+            "explained_variance": explained_variance(b_values, b_returns),
+            "grad_norm": float(norms[torch.isfinite(norms)].mean()) if len(norms) else 0.0,
+            "learning_rate": lr,
+            "minibatches": float(n_minibatches),
+            "skipped_steps": float(self.skipped_steps),
+        }
+
+    def _optimizer_step(self) -> torch.Tensor:
+        """Clips and applies the accumulated gradient; skips it (counted) if not finite."""
+        max_norm = self.cfg.learn.grad_clip_norm
+        grad_norm = nn.utils.clip_grad_norm_(
+            self.model.parameters(), max_norm if max_norm is not None else math.inf
+        )
+        if torch.isfinite(grad_norm):
+            self.optimizer.step()
+        else:
+            self.skipped_steps += 1
+        self.optimizer.zero_grad(set_to_none=True)
+        return grad_norm.detach()
+
+    @torch.inference_mode()
+    def _forward_collect(
+        self, obs: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.model.act(obs)
+
+    @torch.inference_mode()
+    def _get_value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.model.get_value(obs)
+
+    @torch.inference_mode()
+    def _forward_eval(self, obs: torch.Tensor) -> torch.Tensor:
+        action, _, _ = self.model.act(obs, deterministic=self._deterministic_eval)
+        return action
+
+    def state_dict(self) -> dict[str, Any]:
+        """Model, optimizer, LR-schedule and KL-penalty state (tensors and numbers only)."""
+        state: dict[str, Any] = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": {"iter": self._iter, "total_iters": self._total_iters or 0},
+            "kl_coef": self._kl_coef,
+            "skipped_steps": self.skipped_steps,
+        }
+        if self._ref_model is not None:
+            state["ref_model"] = self._ref_model.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any], model_only: bool = False) -> None:
+        self.model.load_state_dict(state["model"])
+        if model_only:
+            return
+        self.optimizer.load_state_dict(state["optimizer"])
+        self._iter = int(state["schedule"]["iter"])
+        self._kl_coef = float(state["kl_coef"])
+        self.skipped_steps = int(state.get("skipped_steps", 0))
+        if self._ref_model is not None and "ref_model" in state:
+            self._ref_model.load_state_dict(state["ref_model"])
+
+
+def create_policy(cfg: Any, **kwargs: Any) -> Policy:
+    """Builds the policy named by ``cfg.type`` from the registry."""
+    return POLICY_REGISTRY.get(cfg.type)(cfg, **kwargs)

@@ -1,0 +1,34 @@
+"""Pure tensor functions for RL maths: GAE, PPO losses, the advantage-estimator registry."""
+
+from .adv_estimator import (
+    AdvEstimator,
+    AdvFn,
+    UnknownAdvEstimatorError,
+    get_adv_estimator,
+    list_adv_estimators,
+    register_adv_estimator,
+)
+from .gae import gae, gae_with_returns
+from .ppo import (
+    PolicyLoss,
+    entropy_loss,
+    explained_variance,
+    ppo_policy_loss,
+    ppo_value_loss,
+)
+
+__all__ = [
+    "AdvEstimator",
+    "AdvFn",
+    "PolicyLoss",
+    "UnknownAdvEstimatorError",
+    "entropy_loss",
+    "explained_variance",
+    "gae",
+    "gae_with_returns",
+    "get_adv_estimator",
+    "list_adv_estimators",
+    "ppo_policy_loss",
+    "ppo_value_loss",
+    "register_adv_estimator",
+]

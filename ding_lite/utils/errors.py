@@ -1,0 +1,17 @@
+"""Exceptions that carry a message meant for the user.
+
+The CLI prints ``DingLiteError`` messages as one line and exits non-zero; anything else is a
+bug and keeps its traceback.
+"""
+
+
+class DingLiteError(Exception):
+    """Base class of every error whose message tells the user what to change."""
+
+
+class ConfigError(DingLiteError, ValueError):
+    """A config key, value, experiment name or config file is wrong."""
+
+
+class CheckpointError(DingLiteError):
+    """A checkpoint is missing, unreadable or does not match the model."""

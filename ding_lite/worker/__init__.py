@@ -1,0 +1,1 @@
+"""Workers: the learner and the collector/evaluator."""

@@ -1,0 +1,151 @@
+"""SerialCollector: rollouts on a TensorVectorEnv, returned with advantages and returns."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import torch
+
+from ding_lite.policy.base import CollectMode
+
+
+class SerialCollector:
+    """Steps ``env`` with the policy's collect mode and computes advantages.
+
+    The env keeps running across calls: each ``collect()`` continues the episodes the last one
+    left. Finished-episode statistics are kept for logging.
+
+    Args:
+        env: a ``TensorVectorEnv`` (already created on its device).
+        policy: the policy's ``collect_mode``.
+        n_steps: env steps per copy in one rollout.
+        gamma: discount factor.
+        gae_lambda: GAE lambda.
+        adv_estimator: an estimator from ``ding_lite.rl_utils`` (``.fn`` gives advantages
+            and returns).
+        seed: seed of the first env reset.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        policy: CollectMode,
+        *,
+        n_steps: int,
+        gamma: float,
+        gae_lambda: float,
+        adv_estimator: Any,
+        seed: int = 0,
+    ) -> None:
+        self.env = env
+        self.policy = policy
+        self.n_steps = n_steps
+        self.gamma = gamma
+        self.gae_lambda = gae_lambda
+        self.adv_estimator = adv_estimator
+        self._obs, _ = env.reset(seed=seed)
+        self.envstep = 0
+        self.episodes = 0
+        self.recent_returns: deque[float] = deque(maxlen=100)
+        self.recent_lengths: deque[int] = deque(maxlen=100)
+        self._alloc()
+
+    def _alloc(self) -> None:
+        """Preallocates the rollout buffers [T, B, ...] on the env's device."""
+        env, T = self.env, self.n_steps
+        B, dev = env.num_envs, env.device
+        self._b_obs = torch.empty((T, B, *env.obs_shape), device=dev)
+        self._b_final_obs = torch.empty_like(self._b_obs)
+        self._b_rewards = torch.empty((T, B), device=dev)
+        self._b_values = torch.empty((T, B), device=dev)
+        self._b_logprobs = torch.empty((T, B), device=dev)
+        self._b_terminated = torch.empty((T, B), dtype=torch.bool, device=dev)
+        self._b_dones = torch.empty((T, B), dtype=torch.bool, device=dev)
+        self._b_ep_return = torch.empty((T, B), device=dev)
+        self._b_ep_length = torch.empty((T, B), dtype=torch.long, device=dev)
+        self._b_ep_mask = torch.empty((T, B), dtype=torch.bool, device=dev)
+        self._b_actions: torch.Tensor | None = None
+
+    @torch.inference_mode()
+    def collect(self) -> dict[str, torch.Tensor]:
+        """Runs one rollout of ``n_steps`` env steps per copy.
+
+        Returns:
+            Flat [T * B, ...] tensors ``obs``, ``action``, ``logp`` (behaviour log-prob),
+            ``value``, ``adv``, ``ret`` for the policy's update.
+        """
+        obs = self._obs
+        for t in range(self.n_steps):
+            self._b_obs[t] = obs
+            action, logp, value = self.policy.forward(obs)
+            if self._b_actions is None:
+                self._b_actions = torch.empty(
+                    (self.n_steps, *action.shape), dtype=action.dtype, device=action.device
+                )
+            self._b_actions[t] = action
+            self._b_logprobs[t] = logp
+            self._b_values[t] = value
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            self._b_rewards[t] = reward
+            self._b_terminated[t] = terminated
+            torch.logical_or(terminated, truncated, out=self._b_dones[t])
+            self._b_final_obs[t] = info["final_obs"]
+            episode = info["episode"]
+            self._b_ep_return[t] = episode["return"]
+            self._b_ep_length[t] = episode["length"]
+            self._b_ep_mask[t] = episode["mask"]
+        self._obs = obs
+        T, B = self._b_rewards.shape
+        # The obs after step t is the final obs for copies that ended, the next obs otherwise.
+        next_values = self.policy.get_value(self._b_final_obs.flatten(0, 1)).view(T, B)
+        advantages, returns = self.adv_estimator.fn(
+            self._b_rewards,
+            self._b_values,
+            next_values,
+            self._b_terminated,
+            self._b_dones,
+            self.gamma,
+            self.gae_lambda,
+        )
+        self.envstep += T * B
+        mask = self._b_ep_mask
+        finished_returns = self._b_ep_return[mask].tolist()
+        self.recent_returns.extend(finished_returns)
+        self.recent_lengths.extend(self._b_ep_length[mask].tolist())
+        self.episodes += len(finished_returns)
+        self.last_returns = finished_returns
+        return {
+            "obs": self._b_obs.flatten(0, 1).clone(),
+            "action": self._b_actions.flatten(0, 1).clone(),
+            "logp": self._b_logprobs.flatten(0, 1).clone(),
+            "value": self._b_values.flatten(0, 1).clone(),
+            "adv": advantages.flatten(0, 1),
+            "ret": returns.flatten(0, 1),
+        }
+
+    def mean_recent_return(self, last: int = 20) -> float | None:
+        """Mean return of the last ``last`` finished episodes (None before any finished)."""
+        if not self.recent_returns:
+            return None
+        tail = list(self.recent_returns)[-last:]
+        return sum(tail) / len(tail)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Env state, current observation and counters, so a resumed run continues exactly."""
+        return {
+            "env": self.env.state_dict(),
+            "obs": self._obs.clone(),
+            "envstep": self.envstep,
+            "episodes": self.episodes,
+            "recent_returns": list(self.recent_returns),
+            "recent_lengths": list(self.recent_lengths),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.env.load_state_dict(state["env"])
+        self._obs = state["obs"].to(self.env.device)
+        self.envstep = int(state["envstep"])
+        self.episodes = int(state["episodes"])
+        self.recent_returns = deque(state["recent_returns"], maxlen=100)
+        self.recent_lengths = deque(state["recent_lengths"], maxlen=100)

@@ -1,0 +1,371 @@
+"""BaseLearner: runs policy updates and the hooks around them.
+
+One iteration is one ``train(data)`` call: the policy's full update over one batch, wrapped by
+the ``before_iter`` / ``after_iter`` hooks. ``start()`` is the loop the parallel pipeline runs,
+pulling batches from a dataloader; the serial pipeline calls ``train`` itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import signal
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch.distributed as dist
+from easydict import EasyDict
+
+from ding_lite.config.config import deep_merge_dicts
+from ding_lite.config.defaults import DEFAULT_CONFIG
+from ding_lite.data.dataloader import AsyncDataLoader
+from ding_lite.utils.errors import CheckpointError
+from ding_lite.utils.file_io import atomic_torch_save, safe_torch_load
+from ding_lite.utils.log import get_logger
+from ding_lite.utils.rng import get_rng_state, set_rng_state
+from ding_lite.utils.timer import PhaseTimer
+from ding_lite.worker.learner.learner_hook import LearnerHook, build_hooks, sort_hooks
+
+CKPT_FORMAT = "ding_lite.ckpt.v1"
+_CKPT_RE = re.compile(r"^ckpt_iter(\d+)\.pt$")
+
+
+def latest_checkpoint(folder: str | Path) -> Path | None:
+    """Returns the checkpoint of the highest iteration in ``folder``, or None."""
+    folder = Path(folder)
+    found = [
+        (int(m.group(1)), p) for p in folder.glob("ckpt_iter*.pt") if (m := _CKPT_RE.match(p.name))
+    ]
+    return max(found)[1] if found else None
+
+
+class BaseLearner:
+    """Trains a policy; hooks do logging, checkpoints and whatever a user registers.
+
+    Args:
+        cfg: the ``learner`` config section (missing keys take their defaults).
+        policy: the policy to train; may be set later through the ``policy`` property.
+        tb_logger: a tensorboardX ``SummaryWriter`` for the scalars, or None.
+        exp_name: run name; checkpoints go to ``<exp_dir>/ckpt``.
+        instance_name: this learner's name in logs.
+        exp_dir: experiment dir (default ``./<exp_name>``).
+        get_data: callable returning the next batch (or None to stop), for ``start()``.
+    """
+
+    def __init__(
+        self,
+        cfg: Any = None,
+        policy: Any = None,
+        tb_logger: Any = None,
+        exp_name: str = "default_experiment",
+        instance_name: str = "learner",
+        *,
+        exp_dir: str | Path | None = None,
+        get_data: Callable[[], Any] | None = None,
+    ) -> None:
+        self._cfg = EasyDict(deep_merge_dicts(DEFAULT_CONFIG["learner"], cfg or {}))
+        self._policy = policy
+        self._tb_logger = tb_logger
+        self._exp_name = exp_name
+        self._instance_name = instance_name
+        self._exp_dir = Path(exp_dir if exp_dir is not None else exp_name)
+        self._get_data = get_data
+        self._logger = get_logger(instance_name)
+        self._last_iter = 0
+        self._envstep = 0
+        self._learn_info: dict[str, float] = {}
+        self._priority_info: dict[str, Any] = {}
+        self._log_buffer: dict[str, list[float]] = defaultdict(list)
+        self._tick_time = 0.0
+        self._timer = PhaseTimer()
+        self._states: dict[str, Any] = {}
+        self._dataloader: Any = None
+        self._stop_reason: str | None = None
+        self._hook_list: list[LearnerHook] = []
+        self._hooks = sort_hooks([])
+        for hook in build_hooks(self._cfg.hook):
+            self.register_hook(hook)
+
+    # --- hooks ---------------------------------------------------------------------------
+    def register_hook(self, hook: LearnerHook) -> None:
+        """Adds ``hook`` at its position (ascending priority, ties in registration order).
+
+        Raises:
+            ValueError: another hook already has the same name.
+        """
+        if any(h.name == hook.name for h in self._hook_list):
+            raise ValueError(f"a hook named '{hook.name}' is already registered")
+        self._hook_list.append(hook)
+        self._hooks = sort_hooks(self._hook_list)
+
+    def call_hook(self, position: str) -> None:
+        """Runs every hook registered at ``position``."""
+        if position not in self._hooks:
+            raise ValueError(f"unknown hook position '{position}'")
+        for hook in self._hooks[position]:
+            hook(self)
+
+    @property
+    def hooks(self) -> dict[str, list[LearnerHook]]:
+        """Hooks by position, in the order they run."""
+        return {pos: list(hooks) for pos, hooks in self._hooks.items()}
+
+    def request_stop(self, reason: str) -> None:
+        """Asks the loop driving this learner to end the run after the current iteration.
+
+        ``start()`` and the serial pipeline check it after every iteration; a hook calls it
+        for early stopping.
+        """
+        self._stop_reason = reason
+        self._logger.info(f"stop requested: {reason}")
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why a stop was requested (None: it was not)."""
+        return self._stop_reason
+
+    def register_state(self, name: str, obj: Any) -> None:
+        """Makes ``obj``'s ``state_dict()`` ride in checkpoints (e.g. the collector's envs)."""
+        self._states[name] = obj
+
+    # --- training ------------------------------------------------------------------------
+    def train(self, data: Any, envstep: int = -1) -> dict[str, float]:
+        """Runs one iteration on ``data``; returns the learn info.
+
+        Args:
+            data: the batch the policy's ``learn_mode.forward`` takes.
+            envstep: env steps collected so far (-1 keeps the last known value).
+        """
+        if self._policy is None:
+            raise RuntimeError("BaseLearner.train needs a policy; set learner.policy first")
+        if envstep >= 0:
+            self._envstep = envstep
+        start = time.perf_counter()
+        self.call_hook("before_iter")
+        with self._timer("update"):
+            info = self._policy.learn_mode.forward(data)
+        self._last_iter += 1
+        self._learn_info = dict(info)
+        if "priority" in info:
+            self._priority_info = {"priority": info["priority"]}
+        self.call_hook("after_iter")
+        self._tick_time = time.perf_counter() - start
+        return self._learn_info
+
+    def start(self) -> None:
+        """Trains ``max_iterations`` iterations on batches from the dataloader.
+
+        Stops early when the data source returns None. Saves a checkpoint and re-raises on
+        SIGINT/SIGTERM or an exception.
+        """
+        if self._dataloader is None:
+            self.setup_dataloader()
+        with self.auto_checkpoint():
+            self.call_hook("before_run")
+            for _ in range(self._cfg.max_iterations):
+                data = self._next_data()
+                if data is None:
+                    break
+                self.train(data)
+                if self._stop_reason is not None:
+                    break
+            self.call_hook("after_run")
+
+    def setup_dataloader(self) -> None:
+        """Prepares the loader ``start()`` pulls from (needs ``get_data``)."""
+        if self._get_data is None:
+            raise RuntimeError("BaseLearner.start needs get_data= to read batches from")
+        self._dataloader = AsyncDataLoader(self._get_data)
+
+    def _next_data(self) -> Any:
+        return self._dataloader.next() if self._dataloader is not None else None
+
+    @contextlib.contextmanager
+    def auto_checkpoint(self) -> Iterator[None]:
+        """Saves a checkpoint when the block is left by an exception, SIGINT or SIGTERM."""
+        restore = None
+        if threading.current_thread() is threading.main_thread():
+            restore = signal.getsignal(signal.SIGTERM)
+
+            def on_sigterm(signum: int, frame: Any) -> None:
+                raise SystemExit(128 + signum)
+
+            signal.signal(signal.SIGTERM, on_sigterm)
+        try:
+            yield
+        except BaseException:
+            if self._policy is not None and self._last_iter > 0:
+                try:
+                    path = self.save_checkpoint()
+                    self._logger.warning(f"interrupted; saved checkpoint {path}")
+                except Exception as err:  # keep the original error; say why saving failed
+                    self._logger.error(f"interrupted; could not save a checkpoint: {err}")
+            raise
+        finally:
+            if restore is not None:
+                signal.signal(signal.SIGTERM, restore)
+
+    def close(self) -> None:
+        """Stops the dataloader and flushes tensorboard."""
+        if self._dataloader is not None:
+            self._dataloader.close()
+            self._dataloader = None
+        if self._tb_logger is not None:
+            self._tb_logger.flush()
+
+    # --- checkpoints ---------------------------------------------------------------------
+    @property
+    def ckpt_dir(self) -> Path:
+        return self._exp_dir / "ckpt"
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a checkpoint holds: only tensors, numbers, strings, lists and dicts."""
+        hooks = {h.name: h.state_dict() for h in self._hook_list if hasattr(h, "state_dict")}
+        return {
+            "format": CKPT_FORMAT,
+            "train_iter": self._last_iter,
+            "envstep": self._envstep,
+            "policy": self._policy.state_dict(),
+            "rng": get_rng_state(),
+            "hooks": hooks,
+            "extra": {name: obj.state_dict() for name, obj in self._states.items()},
+        }
+
+    def save_checkpoint(self, name: str | None = None) -> Path:
+        """Writes a checkpoint atomically; named ones are kept, iteration ones rotated.
+
+        Args:
+            name: file stem; default ``ckpt_iter<N>`` (only the last ``keep_ckpts`` stay).
+        """
+        if self.rank != 0:
+            return self.ckpt_dir
+        path = self.ckpt_dir / f"{name or f'ckpt_iter{self._last_iter:08d}'}.pt"
+        atomic_torch_save(self.state_dict(), path)
+        if name is None:
+            self._rotate_checkpoints()
+        self._logger.info(f"saved checkpoint {path}")
+        return path
+
+    def _rotate_checkpoints(self) -> None:
+        found = sorted(
+            (int(m.group(1)), p)
+            for p in self.ckpt_dir.glob("ckpt_iter*.pt")
+            if (m := _CKPT_RE.match(p.name))
+        )
+        for _, old in found[: -self._cfg.keep_ckpts]:
+            old.unlink(missing_ok=True)
+
+    def load_checkpoint(self, path: str | Path) -> None:
+        """Restores a checkpoint file, or the newest one in a folder.
+
+        Raises:
+            CheckpointError: missing, corrupt, or not a ding_lite checkpoint.
+        """
+        path = Path(path)
+        if path.is_dir():
+            found = latest_checkpoint(path)
+            if found is None:
+                raise CheckpointError(f"no checkpoint (ckpt_iter*.pt) in {path}")
+            path = found
+        state = safe_torch_load(path)
+        if not isinstance(state, dict) or state.get("format") != CKPT_FORMAT:
+            raise CheckpointError(f"{path} is not a ding_lite checkpoint")
+        try:
+            self._policy.load_state_dict(state["policy"])
+        except (RuntimeError, KeyError, ValueError) as err:
+            first = str(err).strip().splitlines()[0]
+            raise CheckpointError(f"checkpoint {path} does not fit this model: {first}") from None
+        self._last_iter = int(state["train_iter"])
+        self._envstep = int(state["envstep"])
+        set_rng_state(state["rng"])
+        for hook in self._hook_list:
+            if hook.name in state["hooks"] and hasattr(hook, "load_state_dict"):
+                hook.load_state_dict(state["hooks"][hook.name])
+        for name, obj in self._states.items():
+            if name in state["extra"]:
+                obj.load_state_dict(state["extra"][name])
+        self._logger.info(f"loaded checkpoint {path} (iteration {self._last_iter})")
+
+    # --- properties ----------------------------------------------------------------------
+    @property
+    def policy(self) -> Any:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: Any) -> None:
+        self._policy = policy
+
+    @property
+    def learn_info(self) -> dict[str, float]:
+        """Scalars of the last iteration (losses, KL, grad norm, learning rate, ...)."""
+        return self._learn_info
+
+    @property
+    def priority_info(self) -> dict[str, Any]:
+        """Priorities the last iteration produced (empty for PPO)."""
+        return self._priority_info
+
+    @property
+    def last_iter(self) -> int:
+        """Iterations done so far (also the policy version)."""
+        return self._last_iter
+
+    train_iter = last_iter
+
+    @property
+    def envstep(self) -> int:
+        return self._envstep
+
+    @property
+    def name(self) -> str:
+        return self._instance_name
+
+    @property
+    def exp_name(self) -> str:
+        return self._exp_name
+
+    @property
+    def rank(self) -> int:
+        return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+    @property
+    def world_size(self) -> int:
+        return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+    @property
+    def tick_time(self) -> float:
+        """Seconds the last iteration took, hooks included."""
+        return self._tick_time
+
+    @property
+    def timer(self) -> PhaseTimer:
+        return self._timer
+
+    @property
+    def log_buffer(self) -> dict[str, list[float]]:
+        return self._log_buffer
+
+    @property
+    def logger(self):
+        return self._logger
+
+    @property
+    def tb_logger(self) -> Any:
+        return self._tb_logger
+
+    @tb_logger.setter
+    def tb_logger(self, tb_logger: Any) -> None:
+        self._tb_logger = tb_logger
+
+    @property
+    def load_path(self) -> str:
+        """The checkpoint path the ``load_ckpt_before_run`` shorthand loads ("" if none)."""
+        return self._cfg.hook.get("load_ckpt_before_run", "") or ""
+
+    @property
+    def cfg(self) -> EasyDict:
+        return self._cfg

@@ -1,0 +1,30 @@
+"""Installs ding_lite and its ``ding-lite`` command."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="ding-lite",
+    version="0.1.0",
+    description="A small, fast, hook-driven RL training service (PPO) in PyTorch",
+    long_description=open("README.rst", encoding="utf-8").read(),
+    long_description_content_type="text/x-rst",
+    python_requires=">=3.10",
+    packages=find_packages(include=["ding_lite", "ding_lite.*"]),
+    package_data={"ding_lite.config": ["experiments/*.py"]},
+    install_requires=[
+        "torch>=2.1",
+        "numpy",
+        "easydict",
+        "tensorboardX",
+        "tqdm",
+        "pyyaml",
+        "flask",
+        "requests",
+    ],
+    extras_require={
+        "gym": ["gymnasium>=1.0"],
+        "test": ["pytest", "pytest-timeout", "gymnasium>=1.0"],
+        "bench": ["gymnasium>=1.0", "stable-baselines3"],
+    },
+    entry_points={"console_scripts": ["ding-lite=ding_lite.entry.cli:main"]},
+)

@@ -1,0 +1,91 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+SMALL = [
+    "env.num_envs=4",
+    "policy.collect.n_steps=16",
+    "policy.learn.batch_size=32",
+    "evaluator.n_episodes=2",
+    "evaluator.stop_value=none",
+]
+
+
+def run_cli(*args, timeout=120):
+    return subprocess.run(
+        [sys.executable, "-m", "ding_lite", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_short_cli_run(tmp_path):
+    out = run_cli(
+        "serial",
+        "-c",
+        "cartpole_ppo",
+        "--seed",
+        "2",
+        "--exp-dir",
+        str(tmp_path / "r"),
+        "--max-env-steps",
+        "256",
+        "--learning-rate",
+        "1e-3",
+        "--n-epochs",
+        "2",
+        *SMALL,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "not solved" in out.stdout and "256 env steps" in out.stdout
+    result = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert result["envstep"] == 256
+    cfg = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert cfg["policy"]["learn"]["learning_rate"] == 1e-3
+    assert cfg["policy"]["learn"]["n_epochs"] == 2
+    assert cfg["max_env_step"] == 256
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-c", "cartpol"], "unknown experiment 'cartpol'"),
+        (["-c", "cartpole_ppo", "env.name=cartpol"], "unknown env 'cartpol'"),
+        (["-c", "cartpole_ppo", "policy.learn.lr=1"], "unknown config key 'policy.learn.lr'"),
+        (["-c", "cartpole_ppo", "env.num_envs=many"], "must be int"),
+        (
+            ["-c", "cartpole_ppo", "learner.hook.load_ckpt_before_run=/no/such.pt"],
+            "checkpoint not found",
+        ),
+        (["-c", "cartpole_ppo", "--device", "cuda:7"], "CUDA is not available"),
+        (["--resume", "/no/such/dir"], "cannot resume"),
+    ],
+)
+def test_bad_input_is_one_line_error(tmp_path, args, message):
+    out = run_cli("serial", "--exp-dir", str(tmp_path / "r"), "-q", *args)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_corrupt_checkpoint_is_one_line_error(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    out = run_cli(
+        "serial",
+        "-c",
+        "cartpole_ppo",
+        "-q",
+        "--exp-dir",
+        str(tmp_path / "r"),
+        f"learner.hook.load_ckpt_before_run={bad}",
+        *SMALL,
+    )
+    assert out.returncode == 2
+    assert "cannot read checkpoint" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_no_command_prints_help():
+    out = run_cli()
+    assert out.returncode == 2 and "serial" in out.stdout

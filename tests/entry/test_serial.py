@@ -1,0 +1,129 @@
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from ding_lite import serial_pipeline
+from ding_lite.utils.errors import CheckpointError, ConfigError
+
+SMALL = [
+    "env.num_envs=4",
+    "policy.collect.n_steps=16",
+    "policy.learn.batch_size=32",
+    "policy.learn.n_epochs=2",
+    "evaluator.n_episodes=2",
+    "evaluator.eval_freq=0",
+    "evaluator.stop_value=none",
+]
+
+
+def params(policy):
+    return torch.cat([p.detach().flatten() for p in policy.model.parameters()])
+
+
+def test_run_writes_experiment_dir(tmp_path):
+    policy = serial_pipeline(
+        "cartpole_ppo", seed=1, overrides=SMALL, exp_dir=str(tmp_path / "run"), max_train_iter=3
+    )
+    run = tmp_path / "run"
+    result = json.loads((run / "result.json").read_text())
+    for key in ("solved", "eval_return_mean", "envstep", "train_iter", "wall_s"):
+        assert key in result
+    assert result["train_iter"] == 3 and result["envstep"] == 3 * 4 * 16
+    assert json.loads((run / "config.json").read_text())["seed"] == 1
+    assert list((run / "tb").iterdir())
+    assert (run / "log.txt").read_text()
+    assert (run / "ckpt" / "ckpt_iter00000003.pt").exists()
+    assert policy.result == result
+
+
+def test_explicit_exp_dir_holding_a_run_is_refused(tmp_path):
+    serial_pipeline("cartpole_ppo", overrides=SMALL, exp_dir=str(tmp_path), max_train_iter=1)
+    with pytest.raises(ConfigError, match="already holds a run"):
+        serial_pipeline("cartpole_ppo", overrides=SMALL, exp_dir=str(tmp_path), max_train_iter=1)
+
+
+def test_same_seed_same_parameters(tmp_path):
+    a = serial_pipeline(
+        "cartpole_ppo", seed=5, overrides=SMALL, exp_dir=str(tmp_path / "a"), max_train_iter=3
+    )
+    b = serial_pipeline(
+        "cartpole_ppo", seed=5, overrides=SMALL, exp_dir=str(tmp_path / "b"), max_train_iter=3
+    )
+    assert torch.equal(params(a), params(b))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ["cartpole", "pendulum"])
+def test_resume_in_a_new_process_is_bit_exact(tmp_path, env):
+    """k iterations straight == j iterations, then a new process resuming to k."""
+    k, j = 6, 2
+    extra = SMALL + [
+        f"env.name={env}",
+        "policy.learn.lr_anneal=true",
+        "max_env_step=4096",
+        "policy.learn.kl_coef=0.1",
+    ]
+    straight = serial_pipeline(
+        "cartpole_ppo",
+        seed=3,
+        overrides=extra,
+        exp_dir=str(tmp_path / "straight"),
+        max_train_iter=k,
+    )
+    run = tmp_path / "resumed"
+    cmd = [
+        sys.executable,
+        "-m",
+        "ding_lite",
+        "serial",
+        "-c",
+        "cartpole_ppo",
+        "--seed",
+        "3",
+        "-q",
+        "--exp-dir",
+        str(run),
+        "--max-train-iter",
+        str(j),
+        *extra,
+    ]
+    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+    resumed = serial_pipeline("cartpole_ppo", resume=str(run), max_train_iter=k)
+    assert resumed.result["train_iter"] == k
+    assert resumed.result["envstep"] == straight.result["envstep"]
+    assert torch.equal(params(straight), params(resumed))
+    opt_a = straight.optimizer.state_dict()["state"]
+    opt_b = resumed.optimizer.state_dict()["state"]
+    assert all(torch.equal(opt_a[i]["exp_avg"], opt_b[i]["exp_avg"]) for i in opt_a)
+
+
+def test_resume_errors(tmp_path):
+    with pytest.raises(ConfigError, match="cannot resume"):
+        serial_pipeline("cartpole_ppo", resume=str(tmp_path / "nothing"))
+    serial_pipeline(
+        "cartpole_ppo",
+        overrides=SMALL + ["learner.hook.save_ckpt_after_run=false"],
+        exp_dir=str(tmp_path / "r"),
+        max_train_iter=1,
+    )
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        serial_pipeline("cartpole_ppo", resume=str(tmp_path / "r"), max_train_iter=2)
+
+
+def test_unknown_env_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="unknown env 'cartpol'"):
+        serial_pipeline("cartpole_ppo", overrides=["env.name=cartpol"], exp_dir=str(tmp_path))
+
+
+def test_missing_checkpoint_path_is_clear(tmp_path):
+    with pytest.raises(CheckpointError, match="not found"):
+        serial_pipeline(
+            "cartpole_ppo",
+            overrides=SMALL + [f"learner.hook.load_ckpt_before_run={tmp_path}/x.pt"],
+            exp_dir=str(tmp_path / "run"),
+            max_train_iter=1,
+        )
+    assert not (tmp_path / "run").exists()

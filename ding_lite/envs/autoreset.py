@@ -126,7 +126,8 @@ class ResetPool:
         self._draw(self.values)
 
     def take_all(self) -> Tensor:
-        """Returns all ``[N, D]`` values as a new tensor and redraws the pool."""
+        """Returns a fresh ``[N, D]`` draw (for a full reset) and redraws the pool."""
+        self.refill()
         taken = self.values.clone()
         self.refill()
         return taken

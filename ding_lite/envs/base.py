@@ -207,10 +207,10 @@ class TensorVectorEnv(abc.ABC):
         """Subclass state for :meth:`state_dict` (the physical state, reset pool...)."""
         return {}
 
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
+    def _load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: B027 (optional hook)
         """Restores what :meth:`_extra_state` returned."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook)
         """Releases resources; bundled envs hold none beyond tensors."""
 
     def __repr__(self) -> str:

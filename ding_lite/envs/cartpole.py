@@ -83,9 +83,9 @@ class CartPoleEnv(TensorVectorEnv):
         self._scratch = torch.empty(6, num_envs, dtype=dtype, device=self.device).unbind(0)
         self._abs_pos = torch.empty(num_envs, 2, dtype=dtype, device=self.device)
         self._out_of_bounds = torch.empty(num_envs, 2, dtype=torch.bool, device=self.device)
-        self._thresholds = torch.tensor(
-            [X_THRESHOLD, THETA_THRESHOLD], dtype=dtype, device=self.device
-        ).expand(num_envs, 2).contiguous()  # same shape as _abs_pos: no broadcast kernel
+        # Full [N, 2] like _abs_pos, so the compare needs no (slow) broadcasting kernel.
+        thresholds = torch.tensor([X_THRESHOLD, THETA_THRESHOLD], dtype=dtype, device=self.device)
+        self._thresholds = thresholds.expand(num_envs, 2).contiguous()
         self._force = torch.tensor(
             [-FORCE_MAG / TOTAL_MASS, FORCE_MAG / TOTAL_MASS], dtype=dtype, device=self.device
         )

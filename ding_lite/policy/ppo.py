@@ -220,7 +220,9 @@ class PPOPolicy(Policy):
         self.model.load_state_dict(state["model"])
         if model_only:
             return
-        self.optimizer.load_state_dict(state["optimizer"])
+        # Optimizer.load_state_dict keeps the given tensors; copy them so a policy loaded
+        # from another live policy's state does not share its Adam moments.
+        self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
         self._iter = int(state["schedule"]["iter"])
         self._kl_coef = float(state["kl_coef"])
         self.skipped_steps = int(state.get("skipped_steps", 0))

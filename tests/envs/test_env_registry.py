@@ -1,0 +1,60 @@
+"""create_env / register_env / list_envs."""
+
+import pytest
+import torch
+
+import ding_lite.envs as envs
+from ding_lite.envs import CartPoleEnv, TensorVectorEnv, create_env, list_envs, register_env
+
+
+def test_bundled_envs_are_listed_and_built():
+    assert list_envs()[:2] == ["cartpole", "pendulum"]
+    env = create_env("cartpole", 3, device="cpu", seed=1, max_episode_steps=7)
+    assert isinstance(env, CartPoleEnv) and isinstance(env, TensorVectorEnv)
+    assert env.num_envs == 3 and env.device == torch.device("cpu")
+    assert env.max_episode_steps == 7
+    assert "cartpole" in repr(env) and "num_envs=3" in repr(env)
+
+
+def test_unknown_name_lists_known_and_suggests():
+    with pytest.raises(ValueError) as err:
+        create_env("cartpol", 2)
+    message = str(err.value)
+    assert message.startswith("unknown env 'cartpol'; known: cartpole, pendulum")
+    assert "gym:<id>" in message and "did you mean 'cartpole'?" in message
+    with pytest.raises(ValueError, match="unknown env 'zzz'") as err:
+        create_env("zzz", 2)
+    assert "did you mean" not in str(err.value)
+
+
+def test_unknown_option_names_the_accepted_ones():
+    with pytest.raises(TypeError, match=r"unknown option\(s\) gravity.*max_episode_steps, dtype"):
+        create_env("cartpole", 2, gravity=3.0)
+
+
+def test_bad_num_envs():
+    with pytest.raises(ValueError, match="num_envs"):
+        create_env("cartpole", 0)
+
+
+def test_register_env_keeps_the_registry_open(monkeypatch):
+    monkeypatch.setattr(envs, "_REGISTRY", dict(envs._REGISTRY))
+
+    class Short(CartPoleEnv):
+        name = "short_cartpole"
+
+        def __init__(self, *, num_envs, device="cpu", seed=None, max_episode_steps=3):
+            super().__init__(
+                num_envs=num_envs, device=device, seed=seed, max_episode_steps=max_episode_steps
+            )
+
+    register_env("short_cartpole", Short)
+    assert "short_cartpole" in list_envs()
+    env = create_env("short_cartpole", 2)
+    assert env.max_episode_steps == 3
+    with pytest.raises(ValueError, match="already registered"):
+        register_env("short_cartpole", Short)
+    with pytest.raises(ValueError, match="reserved"):
+        register_env("gym:Mine-v0", Short)
+    with pytest.raises(ValueError, match="did you mean 'short_cartpole'"):
+        create_env("short_cartpol", 2)

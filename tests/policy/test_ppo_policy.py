@@ -1,0 +1,143 @@
+import math
+
+import pytest
+import torch
+
+from ding_lite.config import compile_config
+from ding_lite.envs.spaces import Box, Discrete
+from ding_lite.policy import PPOPolicy
+
+
+def make_policy(overrides=(), space=Discrete(2), obs_dim=4, total_iters=None):
+    cfg = compile_config("cartpole_ppo", list(overrides))
+    torch.manual_seed(0)
+    return PPOPolicy(cfg.policy, obs_shape=(obs_dim,), action_space=space, total_iters=total_iters)
+
+
+def batch(policy, n=64, obs_dim=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    obs = torch.randn(n, obs_dim, generator=g)
+    action, logp, value = policy.collect_mode.forward(obs)
+    adv = torch.randn(n, generator=g)
+    return {
+        "obs": obs,
+        "action": action,
+        "logp": logp,
+        "value": value,
+        "adv": adv,
+        "ret": value + adv,
+    }
+
+
+def params(policy):
+    return torch.cat([p.detach().flatten().clone() for p in policy.model.parameters()])
+
+
+def test_learn_reports_cleanrl_names_and_changes_parameters():
+    policy = make_policy(["policy.learn.batch_size=16", "policy.learn.n_epochs=2"])
+    before = params(policy)
+    info = policy.learn_mode.forward(batch(policy))
+    for key in (
+        "policy_loss",
+        "value_loss",
+        "entropy",
+        "approx_kl",
+        "clipfrac",
+        "explained_variance",
+        "grad_norm",
+        "learning_rate",
+    ):
+        assert key in info and isinstance(info[key], float), key
+    assert info["minibatches"] == 8  # 64 / 16 per epoch, 2 epochs
+    assert not torch.equal(before, params(policy))
+
+
+def test_lr_anneals_linearly():
+    policy = make_policy(
+        ["policy.learn.lr_anneal=true", "policy.learn.learning_rate=0.01"], total_iters=4
+    )
+    data = batch(policy)
+    lrs = [policy.learn_mode.forward(data)["learning_rate"] for _ in range(4)]
+    assert lrs == pytest.approx([0.01, 0.0075, 0.005, 0.0025])
+
+
+def test_value_warmup_leaves_actor_untouched():
+    policy = make_policy(["policy.learn.value_warmup_iters=1"])
+    actor = [
+        p.clone()
+        for n, p in policy.model.named_parameters()
+        if "critic" not in n and "value" not in n
+    ]
+    policy.learn_mode.forward(batch(policy))
+    after = [
+        p for n, p in policy.model.named_parameters() if "critic" not in n and "value" not in n
+    ]
+    assert all(torch.equal(a, b) for a, b in zip(actor, after, strict=True))
+    policy.learn_mode.forward(batch(policy))  # warm-up over: actor moves
+    after = [
+        p for n, p in policy.model.named_parameters() if "critic" not in n and "value" not in n
+    ]
+    assert not all(torch.equal(a, b) for a, b in zip(actor, after, strict=True))
+
+
+def test_grad_accumulation_makes_fewer_steps():
+    policy = make_policy(
+        ["policy.learn.batch_size=16", "policy.learn.n_epochs=1", "policy.learn.grad_accum_steps=4"]
+    )
+    steps = []
+    original = policy.optimizer.step
+    policy.optimizer.step = lambda *a, **k: steps.append(1) or original(*a, **k)
+    policy.learn_mode.forward(batch(policy))
+    assert len(steps) == 1  # 4 minibatches, one optimizer step
+
+
+def test_non_finite_gradient_skips_the_step_and_counts_it():
+    policy = make_policy(["policy.learn.batch_size=64", "policy.learn.n_epochs=1"])
+    data = batch(policy)
+    data["ret"] = torch.full_like(data["ret"], math.nan)
+    before = params(policy)
+    info = policy.learn_mode.forward(data)
+    assert info["skipped_steps"] == 1
+    assert torch.equal(before, params(policy))
+
+
+def test_kl_penalty_against_reference_and_its_decay():
+    policy = make_policy(
+        [
+            "policy.learn.kl_coef=0.5",
+            "policy.learn.kl_coef_decay=0.5",
+            "policy.learn.kl_ref_update_interval=2",
+        ]
+    )
+    data = batch(policy)
+    first = policy.learn_mode.forward(data)
+    # the reference starts equal to the policy, so KL only grows within the first iteration
+    assert first["kl_coef"] == 0.5 and 0.0 <= first["kl_ref"] < 0.05
+    second = policy.learn_mode.forward(data)
+    assert second["kl_coef"] == 0.25 and second["kl_ref"] > 0
+    # after 2 iterations the reference is refreshed to the current policy
+    ref = torch.cat([p.flatten() for p in policy._ref_model.parameters()])
+    assert torch.equal(ref, params(policy))
+
+
+def test_continuous_space_and_state_dict_round_trip():
+    policy = make_policy(space=Box(low=(-2.0,), high=(2.0,)), obs_dim=3)
+    data = batch(policy, obs_dim=3)
+    policy.learn_mode.forward(data)
+    state = policy.state_dict()
+    other = make_policy(space=Box(low=(-2.0,), high=(2.0,)), obs_dim=3)
+    other.load_state_dict(state)
+    assert torch.equal(params(other), params(policy))
+    assert other._iter == 1
+    torch.manual_seed(1)
+    a = policy.learn_mode.forward(data)
+    torch.manual_seed(1)
+    b = other.learn_mode.forward(data)
+    assert a == b  # optimizer state came along, so the next update is the same
+    assert torch.equal(params(other), params(policy))
+
+
+def test_eval_mode_is_deterministic():
+    policy = make_policy()
+    obs = torch.randn(10, 4)
+    assert torch.equal(policy.eval_mode.forward(obs), policy.eval_mode.forward(obs))

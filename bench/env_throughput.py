@@ -127,7 +127,10 @@ def main() -> None:
     parser.add_argument("--envs", default="cartpole", help="comma-separated env names")
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)))
     parser.add_argument("--seconds", type=float, default=0.5, help="time per env and size")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"device={device} torch={torch.__version__} threads={torch.get_num_threads()}")

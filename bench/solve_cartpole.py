@@ -118,6 +118,9 @@ def main() -> None:
 
     import torch
 
+    # Both trainers build an Adam optimizer; the first construction in a process imports
+    # torch._dynamo (about 2 s here). Pay it once, before any timing, for both alike.
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads; target: mean of last "
         f"{WINDOW} training episodes >= {TARGET:g}"

@@ -39,6 +39,7 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "policy.collect.gamma": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
     "policy.collect.gae_lambda": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
     "evaluator.n_episodes": (lambda v: v >= 1, "at least 1"),
+    "collector.stats_window": (lambda v: v >= 1, "at least 1"),
     "evaluator.eval_freq": (lambda v: v >= 0, "0 or more"),
     "learner.keep_ckpts": (lambda v: v >= 1, "at least 1"),
     "max_env_step": (lambda v: v is None or v >= 1, "at least 1"),
@@ -86,13 +87,25 @@ def _is_free_form(dotted: str) -> bool:
 
 
 def _unknown_key(dotted: str) -> ConfigError:
-    known = _all_keys(DEFAULT_CONFIG)
-    hint = suggest(dotted, known)
-    if not hint:
-        leaf = dotted.rsplit(".", 1)[-1]
-        same_leaf = [k for k in known if k.rsplit(".", 1)[-1] == leaf]
-        hint = f" (did you mean '{same_leaf[0]}'?)" if same_leaf else ""
+    leaves = [k for k in _all_keys(DEFAULT_CONFIG) if not _is_section(k)]
+    leaf = dotted.rsplit(".", 1)[-1]
+    same_leaf = [k for k in leaves if k.rsplit(".", 1)[-1] == leaf]
+    if same_leaf:
+        hint = f" (did you mean '{same_leaf[0]}'?)"
+    else:
+        hint = suggest(dotted, leaves)
+        if not hint:
+            by_leaf = {k.rsplit(".", 1)[-1]: k for k in leaves}
+            close = suggest(leaf, list(by_leaf))
+            hint = f" (did you mean '{by_leaf[close.split(chr(39))[1]]}'?)" if close else ""
     return ConfigError(f"unknown config key '{dotted}'{hint}")
+
+
+def _is_section(dotted: str) -> bool:
+    node: Any = DEFAULT_CONFIG
+    for part in dotted.split("."):
+        node = node[part]
+    return isinstance(node, Mapping) and not _is_free_form(dotted)
 
 
 def _type_name(types: tuple[type, ...]) -> str:
@@ -101,6 +114,16 @@ def _type_name(types: tuple[type, ...]) -> str:
 
 def _check_value(dotted: str, value: Any, default: Any) -> Any:
     """Returns ``value`` converted to the default's type, or raises ``ConfigError``."""
+    if value is None and dotted in NULLABLE_TYPES:
+        return None
+    if (
+        isinstance(value, str)
+        and isinstance(default, (int, float))
+        and not isinstance(default, bool)
+    ):
+        # YAML 1.1 reads "1e-3" as text; accept numbers written that way.
+        parsed = parse_value(value)
+        value = parsed if isinstance(parsed, (int, float)) else value
     if default is None:
         types = NULLABLE_TYPES.get(dotted)
         if value is None or types is None:

@@ -119,7 +119,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             log_reduce_after_iter=True,
         ),
     ),
-    collector=dict(),
+    collector=dict(
+        # Finished training episodes kept for the running return/length statistics.
+        stats_window=100,
+    ),
     evaluator=dict(
         # Evaluate every this many iterations (0: never during training; once at the end).
         eval_freq=5,
@@ -145,4 +148,4 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 # Sections whose keys are free-form (not checked against defaults).
-FREE_FORM_KEYS = ("env.kwargs", "collector")
+FREE_FORM_KEYS = ("env.kwargs",)

@@ -83,8 +83,8 @@ def _summary(result: dict) -> str:
 def _serial(args: argparse.Namespace) -> int:
     from ding_lite.entry.serial import serial_pipeline
 
-    if not args.config and not args.resume:
-        raise DingLiteError("serial needs -c EXPERIMENT_OR_FILE (or --resume EXP_DIR)")
+    if bool(args.config) == bool(args.resume):
+        raise DingLiteError("serial needs either -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
     policy = serial_pipeline(
         args.config,
         seed=args.seed,

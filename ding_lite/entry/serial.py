@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ding_lite.config.config import compile_config, deep_merge_dicts
 from ding_lite.entry.progress import Progress
 from ding_lite.entry.run_dir import (
@@ -30,15 +32,22 @@ EVAL_SEED_OFFSET = 1_000_003
 
 def build_env(cfg: Any, num_envs: int, device: Any, seed: int) -> Any:
     """Creates the configured env, turning a bad name or argument into ``ConfigError``."""
+    kwargs = dict(cfg.env.kwargs)
+    if isinstance(kwargs.get("dtype"), str):
+        # Configs are JSON/YAML: "float64" names torch.float64.
+        dtype = getattr(torch, kwargs["dtype"], None)
+        if not isinstance(dtype, torch.dtype):
+            raise ConfigError(f"env.kwargs.dtype: unknown torch dtype '{kwargs['dtype']}'")
+        kwargs["dtype"] = dtype
     try:
-        return create_env(cfg.env.name, num_envs, device=device, seed=seed, **cfg.env.kwargs)
-    except (KeyError, ValueError, TypeError) as err:
+        return create_env(cfg.env.name, num_envs, device=device, seed=seed, **kwargs)
+    except (KeyError, ValueError, TypeError, ImportError) as err:
         message = err.args[0] if err.args else str(err)
         raise ConfigError(str(message)) from None
 
 
 def serial_pipeline(
-    cfg: str | Mapping,
+    cfg: str | Mapping | None = None,
     seed: int | None = None,
     max_env_step: int | None = None,
     *,
@@ -60,7 +69,8 @@ def serial_pipeline(
         exp_dir: where the run writes (default ``./<exp_name>``).
         device: "cpu", "cuda" or "auto".
         max_train_iter: stop after this many iterations.
-        resume: an experiment dir to continue: its saved config and newest checkpoint.
+        resume: an experiment dir to continue: its saved config and newest checkpoint
+            (then ``cfg`` must be None; ``overrides`` still apply, e.g. a new limit).
         progress: show a progress bar / periodic lines on stdout.
 
     Returns:
@@ -68,8 +78,12 @@ def serial_pipeline(
     """
     start = time.perf_counter()
     if resume is not None:
+        if cfg is not None:
+            raise ConfigError("pass either a config or resume=EXP_DIR, not both")
         cfg = load_saved_config(resume)
         exp_dir = str(resume)
+    elif cfg is None:
+        raise ConfigError("serial_pipeline needs a config (or resume=EXP_DIR)")
     cfg = compile_config(
         cfg,
         overrides,
@@ -131,6 +145,7 @@ class SerialRun:
             gae_lambda=collect.gae_lambda,
             adv_estimator=self.policy.adv_estimator,
             seed=cfg.seed,
+            stats_window=cfg.collector.stats_window,
         )
         self.learner.register_state("collector", self.collector)
         self.evaluator = Evaluator(
@@ -142,6 +157,7 @@ class SerialRun:
         self.logger = get_logger("serial")
         self.last_eval: EvalResult | None = None
         self.solved = False
+        self.stop_reason: str | None = None
 
     def _evaluate(self, tb_logger: Any) -> None:
         result = self.last_eval = self.evaluator.eval()
@@ -162,59 +178,76 @@ class SerialRun:
         recent = self.collector.mean_recent_return()
         return recent is not None and recent >= ev_cfg.min_train_return
 
-    def _finished(self) -> bool:
+    def _limit_reached(self) -> str | None:
+        """Why the run should stop now (None: it should go on)."""
         cfg = self.cfg
         if self.learner.stop_reason is not None:
-            return True
+            return self.learner.stop_reason
         if cfg.max_env_step is not None and self.collector.envstep >= cfg.max_env_step:
-            return True
-        return cfg.max_train_iter is not None and self.learner.last_iter >= cfg.max_train_iter
+            return "max_env_step"
+        if cfg.max_train_iter is not None and self.learner.last_iter >= cfg.max_train_iter:
+            return "max_train_iter"
+        return None
 
     def run(self, start: float, progress: bool) -> Policy:
-        cfg, learner, collector = self.cfg, self.learner, self.collector
-        with learner.auto_checkpoint():
-            learner.call_hook("before_run")
-            # Only now, with every input accepted, does the run write anything.
-            save_config(cfg, self.run_dir)
-            log_handler = setup_file_logging(self.run_dir / "log.txt")
-            tb_logger = learner.tb_logger = build_tb_logger(self.run_dir / "tb")
-            self.logger.info(
-                f"run {cfg.exp_name}: env {cfg.env.name} x{cfg.env.num_envs} on {self.device}, "
-                f"dir {self.run_dir}"
-            )
-            bar = Progress(cfg.max_env_step, enabled=progress)
-            sps_meter = _SpsMeter(collector.envstep)
-            try:
-                while True:
-                    if learner.last_iter > 0 and self._eval_due():
-                        self._evaluate(tb_logger)
-                        if self.solved:
-                            break
-                    if self._finished():
-                        break
-                    data = collector.collect()
-                    learner.train(data, collector.envstep)
-                    _log_train(tb_logger, collector, sps_meter)
-                    bar.update(
-                        collector.envstep,
-                        learner.last_iter,
-                        collector.mean_recent_return(),
-                        self.last_eval.return_mean if self.last_eval else None,
-                    )
-                # End on a fresh evaluation unless the last one just solved the env.
-                if not self.solved:
-                    self._evaluate(tb_logger)
+        """Trains until solved, a limit or a stop request; writes result.json."""
+        cfg, learner = self.cfg, self.learner
+        log_handler = None
+        try:
+            with learner.auto_checkpoint():
+                learner.call_hook("before_run")
+                # Only now, with every input accepted, does the run write anything.
+                save_config(cfg, self.run_dir)
+                log_handler = setup_file_logging(self.run_dir / "log.txt")
+                learner.tb_logger = build_tb_logger(self.run_dir / "tb")
+                resumed = f", resumed at iteration {learner.last_iter}" if learner.last_iter else ""
+                self.logger.info(
+                    f"run {cfg.exp_name}: env {cfg.env.name} x{cfg.env.num_envs} on "
+                    f"{self.device}, dir {self.run_dir}{resumed}"
+                )
+                sps_meter = self._loop(progress)
                 learner.call_hook("after_run")
-            finally:
-                bar.close()
-                learner.close()
-                tb_logger.close()
+        finally:
+            learner.close()
+            if learner.tb_logger is not None:
+                learner.tb_logger.close()
+            if log_handler is not None:
                 get_logger().removeHandler(log_handler)
                 log_handler.close()
         result = self._result(time.perf_counter() - start, sps_meter.sps())
         write_result(result, self.run_dir)
         self.policy.result = result
         return self.policy
+
+    def _loop(self, progress: bool) -> _SpsMeter:
+        learner, collector, tb_logger = self.learner, self.collector, self.learner.tb_logger
+        bar = Progress(self.cfg.max_env_step, enabled=progress)
+        sps_meter = _SpsMeter(collector.envstep)
+        try:
+            while True:
+                if learner.last_iter > 0 and self._eval_due():
+                    self._evaluate(tb_logger)
+                    if self.solved:
+                        self.stop_reason = "solved"
+                        break
+                self.stop_reason = self._limit_reached()
+                if self.stop_reason:
+                    break
+                data = collector.collect()
+                learner.train(data, collector.envstep)
+                _log_train(tb_logger, collector, sps_meter)
+                bar.update(
+                    collector.envstep,
+                    learner.last_iter,
+                    collector.mean_recent_return(),
+                    self.last_eval.return_mean if self.last_eval else None,
+                )
+            # End on a fresh evaluation unless the last one just solved the env.
+            if not self.solved:
+                self._evaluate(tb_logger)
+        finally:
+            bar.close()
+        return sps_meter
 
     def _result(self, wall: float, sps: float) -> dict[str, Any]:
         ev = self.last_eval
@@ -224,6 +257,7 @@ class SerialRun:
             "env": self.cfg.env.name,
             "seed": self.cfg.seed,
             "solved": bool(self.solved),
+            "stop_reason": self.stop_reason,
             "stop_value": self.cfg.evaluator.stop_value,
             "eval_return_mean": ev.return_mean,
             "eval_return_std": ev.return_std,

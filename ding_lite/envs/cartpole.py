@@ -77,7 +77,7 @@ class CartPoleEnv(TensorVectorEnv):
         # the tensors it hands out, and every view below is built once.
         self._state = torch.zeros(num_envs, 4, dtype=dtype, device=self.device)
         self._next = torch.empty_like(self._state)  # state after physics, before autoreset
-        self._deriv = torch.empty_like(self._state)  # (x_dot, x_acc, theta_dot, theta_acc)
+        self._acc = torch.empty(num_envs, 2, dtype=dtype, device=self.device)  # x, theta
         # Scratch for the intermediate terms: reusing memory also spares the page faults that
         # fresh large allocations cost on CPU.
         self._scratch = torch.empty(6, num_envs, dtype=dtype, device=self.device).unbind(0)
@@ -99,18 +99,23 @@ class CartPoleEnv(TensorVectorEnv):
             generator=self.generator,
             device=self.device,
             dtype=dtype,
+            # From these initial states an episode lasts at least 8 steps, so each reset
+            # gets a draw no earlier reset has used.
+            refresh_steps=8,
         )
         self._select_reset_rows = RowSelect(self._pool.values, self._next, out=self._state)
         # Views of the persistent buffers, built once: each costs as much as a small op.
-        st, d = self._state, self._deriv
-        self._theta, self._theta_dot, self._velocities = st[:, 2], st[:, 3], st[:, 1::2]
-        self._x_acc, self._theta_acc, self._deriv_pos = d[:, 1], d[:, 3], d[:, 0::2]
-        self._next_pos = self._next[:, 0::2]  # (x, theta) after the step
-        # Both flags of a row read as one int16, so "either is set" is a single compare.
+        st = self._state
+        self._theta, self._theta_dot = st[:, 2], st[:, 3]
+        self._positions, self._velocities = st[:, 0::2], st[:, 1::2]  # (x, theta), (x_dot, ...)
+        self._x_acc, self._theta_acc = self._acc.unbind(1)
+        self._next_pos, self._next_vel = self._next[:, 0::2], self._next[:, 1::2]
+        # Both flags of a row read as one int16, so "either is set" is one cast to bool.
         self._either_out = self._out_of_bounds.view(torch.int16).squeeze(1)
 
     @property
     def state(self) -> Tensor:
+        """``[N, 4]`` (x, x_dot, theta, theta_dot); assigning copies into the env's buffer."""
         return self._state
 
     @state.setter
@@ -118,6 +123,8 @@ class CartPoleEnv(TensorVectorEnv):
         self._state.copy_(torch.as_tensor(value).expand(self.num_envs, 4))
 
     def _reset_state(self, mask: Tensor | None) -> None:
+        # _step_physics leaves the stepped state in _next; this commits it to _state with the
+        # rows in ``mask`` taken from the pool instead.
         if mask is None:
             self._state.copy_(self._pool.take_all())
         else:
@@ -150,9 +157,10 @@ class CartPoleEnv(TensorVectorEnv):
         torch.addcmul(
             temp, self._theta_acc, cos, value=-POLEMASS_LENGTH / TOTAL_MASS, out=self._x_acc
         )
-        self._deriv_pos.copy_(self._velocities)
-        # Explicit Euler on all four variables at once.
-        torch.add(self._state, self._deriv, alpha=TAU, out=self._next)
+        # Explicit Euler, x and theta together: position += tau * velocity (the old one),
+        # velocity += tau * acceleration.
+        torch.add(self._positions, self._velocities, alpha=TAU, out=self._next_pos)
+        torch.add(self._velocities, self._acc, alpha=TAU, out=self._next_vel)
         # Terminated when |x| > 2.4 or |theta| > 12 degrees.
         torch.abs(self._next_pos, out=self._abs_pos)
         torch.gt(self._abs_pos, self._thresholds, out=self._out_of_bounds)

@@ -96,7 +96,8 @@ class GymVectorEnv(TensorVectorEnv):
         except ValueError:
             env.close()
             raise
-        max_steps = env_kwargs.get("max_episode_steps", gym.spec(env_id).max_episode_steps)
+        # gymnasium.make treats max_episode_steps=None as "the spec's limit".
+        max_steps = env_kwargs.get("max_episode_steps") or gym.spec(env_id).max_episode_steps
         super().__init__(
             num_envs=num_envs,
             obs_shape=tuple(obs_space.shape),
@@ -142,7 +143,9 @@ class GymVectorEnv(TensorVectorEnv):
         truncated_t = self._to_tensor(truncated, torch.bool)
         done = terminated_t | truncated_t
         info = self._episode_info(reward_t, self._ep_length + 1, done)
-        info["final_obs"] = obs_t if final_obs is obs else self._to_tensor(final_obs, torch.float32)
+        info["final_obs"] = (
+            obs_t.clone() if final_obs is obs else self._to_tensor(final_obs, torch.float32)
+        )
         return obs_t, reward_t, terminated_t, truncated_t, info
 
     def close(self) -> None:

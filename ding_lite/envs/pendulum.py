@@ -84,6 +84,7 @@ class PendulumEnv(TensorVectorEnv):
 
     @property
     def state(self) -> Tensor:
+        """``[N, 2]`` (theta, theta_dot); assigning copies into the env's buffer."""
         return self._state
 
     @state.setter
@@ -91,6 +92,8 @@ class PendulumEnv(TensorVectorEnv):
         self._state.copy_(torch.as_tensor(value).expand(self.num_envs, 2))
 
     def _reset_state(self, mask: Tensor | None) -> None:
+        # _step_physics leaves the stepped state in _next; this commits it to _state with the
+        # rows in ``mask`` taken from the pool instead.
         if mask is None:
             self._state.copy_(self._pool.take_all())
         else:
@@ -101,16 +104,19 @@ class PendulumEnv(TensorVectorEnv):
         theta, theta_dot = self._state.unbind(1)
         u = action[:, 0].to(self.dtype)
         # angle_normalize: Python-style modulo, as torch.remainder, maps to [-pi, pi).
-        angle = torch.remainder(theta + math.pi, 2 * math.pi) - math.pi
-        cost = angle * angle + 0.1 * (theta_dot * theta_dot) + 0.001 * (u * u)
-        accel = 3 * self.g / (2 * LENGTH) * theta.sin() + 3.0 / (MASS * LENGTH**2) * u
-        new_theta_dot = torch.clamp(
-            theta_dot + accel * DT, -MAX_SPEED, MAX_SPEED, out=self._next[:, 1]
+        angle = torch.remainder(theta + math.pi, 2 * math.pi).sub_(math.pi)
+        # reward = -(angle^2 + 0.1 theta_dot^2 + 0.001 u^2), for the state before the step
+        reward = angle.mul_(angle).neg_()
+        reward.addcmul_(theta_dot, theta_dot, value=-0.1).addcmul_(u, u, value=-0.001)
+        # theta_dot' = clip(theta_dot + (3g/(2l) sin(theta) + 3/(m l^2) u) dt, +-max_speed)
+        accel = torch.add(
+            theta.sin().mul_(3 * self.g / (2 * LENGTH)), u, alpha=3.0 / (MASS * LENGTH**2)
         )
+        new_theta_dot = torch.add(theta_dot, accel, alpha=DT, out=self._next[:, 1])
+        new_theta_dot.clamp_(-MAX_SPEED, MAX_SPEED)
         torch.add(theta, new_theta_dot, alpha=DT, out=self._next[:, 0])
-        reward = cost.neg().to(torch.float32)
         terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        return reward, terminated
+        return reward.to(torch.float32), terminated
 
     @staticmethod
     def _obs_of(state: Tensor) -> Tensor:

@@ -63,6 +63,8 @@ def test_top_level_keywords_apply_before_overrides():
     ("override", "message"),
     [
         ("policy.learn.learning_rat=1", "did you mean 'policy.learn.learning_rate'"),
+        ("policy.learn.gamma=0.9", "did you mean 'policy.collect.gamma'"),
+        ("policy.learn.lr=0.1", "unknown config key 'policy.learn.lr'"),
         ("env.num_envs=abc", "must be int"),
         ("env.num_envs=2.5", "must be int"),
         ("env.num_envs=0", "at least 1"),
@@ -113,3 +115,14 @@ def test_python_and_yaml_files(tmp_path):
 
 def test_parse_overrides_nests():
     assert parse_overrides(["a.b=1", "a.c=x"]) == {"a": {"b": 1, "c": "x"}}
+
+
+def test_nullable_keys_accept_none_and_yaml_numbers_in_text(tmp_path):
+    cfg = compile_config("cartpole_ppo", ["policy.learn.grad_clip_norm=none"])
+    assert cfg.policy.learn.grad_clip_norm is None
+    yml = tmp_path / "exp.yaml"
+    yml.write_text("policy:\n  learn:\n    learning_rate: 1e-3\n")
+    assert compile_config(str(yml)).policy.learn.learning_rate == 1e-3
+    yml.write_text("policy:\n  learn:\n    learning_rate: fast\n")
+    with pytest.raises(ConfigError, match="must be float"):
+        compile_config(str(yml))

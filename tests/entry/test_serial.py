@@ -32,6 +32,7 @@ def test_run_writes_experiment_dir(tmp_path):
     for key in ("solved", "eval_return_mean", "envstep", "train_iter", "wall_s"):
         assert key in result
     assert result["train_iter"] == 3 and result["envstep"] == 3 * 4 * 16
+    assert result["stop_reason"] == "max_train_iter"
     assert json.loads((run / "config.json").read_text())["seed"] == 1
     assert list((run / "tb").iterdir())
     assert (run / "log.txt").read_text()
@@ -65,6 +66,8 @@ def test_resume_in_a_new_process_is_bit_exact(tmp_path, env):
         "policy.learn.lr_anneal=true",
         "max_env_step=4096",
         "policy.learn.kl_coef=0.1",
+        # sampled eval actions must not disturb the training RNG stream
+        "policy.eval.deterministic=false",
     ]
     straight = serial_pipeline(
         "cartpole_ppo",
@@ -91,7 +94,7 @@ def test_resume_in_a_new_process_is_bit_exact(tmp_path, env):
         *extra,
     ]
     subprocess.run(cmd, check=True, timeout=120, capture_output=True)
-    resumed = serial_pipeline("cartpole_ppo", resume=str(run), max_train_iter=k)
+    resumed = serial_pipeline(resume=str(run), max_train_iter=k)
     assert resumed.result["train_iter"] == k
     assert resumed.result["envstep"] == straight.result["envstep"]
     assert torch.equal(params(straight), params(resumed))
@@ -101,8 +104,10 @@ def test_resume_in_a_new_process_is_bit_exact(tmp_path, env):
 
 
 def test_resume_errors(tmp_path):
+    with pytest.raises(ConfigError, match="not both"):
+        serial_pipeline("cartpole_ppo", resume=str(tmp_path))
     with pytest.raises(ConfigError, match="cannot resume"):
-        serial_pipeline("cartpole_ppo", resume=str(tmp_path / "nothing"))
+        serial_pipeline(resume=str(tmp_path / "nothing"))
     serial_pipeline(
         "cartpole_ppo",
         overrides=SMALL + ["learner.hook.save_ckpt_after_run=false"],
@@ -110,7 +115,7 @@ def test_resume_errors(tmp_path):
         max_train_iter=1,
     )
     with pytest.raises(CheckpointError, match="no checkpoint"):
-        serial_pipeline("cartpole_ppo", resume=str(tmp_path / "r"), max_train_iter=2)
+        serial_pipeline(resume=str(tmp_path / "r"), max_train_iter=2)
 
 
 def test_unknown_env_is_a_config_error(tmp_path):
@@ -127,3 +132,18 @@ def test_missing_checkpoint_path_is_clear(tmp_path):
             max_train_iter=1,
         )
     assert not (tmp_path / "run").exists()
+
+
+def test_hook_can_stop_the_run(tmp_path):
+    from ding_lite.worker.learner import LearnerHook, register_learner_hook
+
+    class StopAtTwo(LearnerHook):
+        def __call__(self, engine):
+            if engine.last_iter == 2:
+                engine.request_stop("enough")
+
+    register_learner_hook("stop_at_two_test", StopAtTwo, force=True)
+    hook = "learner.hook.stopper={type: stop_at_two_test, position: after_iter}"
+    policy = serial_pipeline("cartpole_ppo", overrides=SMALL + [hook], exp_dir=str(tmp_path))
+    assert policy.result["train_iter"] == 2
+    assert policy.result["stop_reason"] == "enough"

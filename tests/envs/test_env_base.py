@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from ding_lite.envs import Box, TensorVectorEnv
+from ding_lite.envs import Box, TensorVectorEnv, create_env
 from ding_lite.envs.autoreset import ResetPool, RowSelect
 
 
@@ -144,3 +144,25 @@ def test_reset_pool_bounds_refresh_and_reproducibility():
         q.advance()
     assert torch.equal(p.values, q.values)
     assert not torch.equal(pool(1).values, pool(0).values)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", ["cartpole", "pendulum"])
+def test_bundled_env_steps_on_cuda_without_host_sync(name):
+    env = create_env(name, 64, device="cuda")
+    obs, _ = env.reset(seed=0)
+    if name == "cartpole":
+        actions = [torch.randint(0, 2, (64,), device="cuda") for _ in range(8)]
+    else:
+        actions = [torch.rand(64, 1, device="cuda") * 6 - 3 for _ in range(8)]
+    ended = torch.zeros((), dtype=torch.int64, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")  # any host sync inside step() raises
+    try:
+        for i in range(300):
+            obs, reward, terminated, truncated, info = env.step(actions[i % 8])
+            ended += info["done"].sum()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert obs.device.type == reward.device.type == info["final_obs"].device.type == "cuda"
+    assert int(ended) > 0

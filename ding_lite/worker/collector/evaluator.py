@@ -50,9 +50,18 @@ class Evaluator:
         self.seed = seed
         self.max_steps = max_steps
 
-    @torch.inference_mode()
     def eval(self) -> EvalResult:
-        """Runs one episode per env copy and returns their statistics."""
+        """Runs one episode per env copy and returns their statistics.
+
+        Sampling eval actions (``policy.eval.deterministic=false``) draws from a forked RNG,
+        so evaluating never changes the training run's random stream.
+        """
+        devices = [self.env.device] if self.env.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices), torch.inference_mode():
+            torch.manual_seed(self.seed)
+            return self._eval()
+
+    def _eval(self) -> EvalResult:
         env = self.env
         obs, _ = env.reset(seed=self.seed)
         finished = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)

@@ -25,6 +25,7 @@ class SerialCollector:
         adv_estimator: an estimator from ``ding_lite.rl_utils`` (``.fn`` gives advantages
             and returns).
         seed: seed of the first env reset.
+        stats_window: finished episodes kept for ``recent_returns`` / ``recent_lengths``.
     """
 
     def __init__(
@@ -37,6 +38,7 @@ class SerialCollector:
         gae_lambda: float,
         adv_estimator: Any,
         seed: int = 0,
+        stats_window: int = 100,
     ) -> None:
         self.env = env
         self.policy = policy
@@ -47,8 +49,8 @@ class SerialCollector:
         self._obs, _ = env.reset(seed=seed)
         self.envstep = 0
         self.episodes = 0
-        self.recent_returns: deque[float] = deque(maxlen=100)
-        self.recent_lengths: deque[int] = deque(maxlen=100)
+        self.recent_returns: deque[float] = deque(maxlen=stats_window)
+        self.recent_lengths: deque[int] = deque(maxlen=stats_window)
         self._alloc()
 
     def _alloc(self) -> None:
@@ -147,5 +149,6 @@ class SerialCollector:
         self._obs = state["obs"].to(self.env.device)
         self.envstep = int(state["envstep"])
         self.episodes = int(state["episodes"])
-        self.recent_returns = deque(state["recent_returns"], maxlen=100)
-        self.recent_lengths = deque(state["recent_lengths"], maxlen=100)
+        window = self.recent_returns.maxlen
+        self.recent_returns = deque(state["recent_returns"], maxlen=window)
+        self.recent_lengths = deque(state["recent_lengths"], maxlen=window)

@@ -12,7 +12,7 @@ import re
 import signal
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from easydict import EasyDict
 from ding_lite.config.config import deep_merge_dicts
 from ding_lite.config.defaults import DEFAULT_CONFIG
 from ding_lite.data.dataloader import AsyncDataLoader
-from ding_lite.utils.errors import CheckpointError
+from ding_lite.utils.errors import CheckpointError, ConfigError
 from ding_lite.utils.file_io import atomic_torch_save, safe_torch_load
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.rng import get_rng_state, set_rng_state
@@ -79,7 +79,8 @@ class BaseLearner:
         self._envstep = 0
         self._learn_info: dict[str, float] = {}
         self._priority_info: dict[str, Any] = {}
-        self._log_buffer: dict[str, list[float]] = defaultdict(list)
+        # Bounded, so a run that never shows its logs does not grow without limit.
+        self._log_buffer: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=10_000))
         self._tick_time = 0.0
         self._timer = PhaseTimer()
         self._states: dict[str, Any] = {}
@@ -88,7 +89,10 @@ class BaseLearner:
         self._hook_list: list[LearnerHook] = []
         self._hooks = sort_hooks([])
         for hook in build_hooks(self._cfg.hook):
-            self.register_hook(hook)
+            try:
+                self.register_hook(hook)
+            except ValueError as err:
+                raise ConfigError(f"learner.hook: {err}") from None
 
     # --- hooks ---------------------------------------------------------------------------
     def register_hook(self, hook: LearnerHook) -> None:
@@ -346,7 +350,7 @@ class BaseLearner:
         return self._timer
 
     @property
-    def log_buffer(self) -> dict[str, list[float]]:
+    def log_buffer(self) -> dict[str, deque[float]]:
         return self._log_buffer
 
     @property

@@ -43,8 +43,11 @@ class LearnerHook(Hook):
         position: one of ``before_run``, ``after_run``, ``before_iter``, ``after_iter``.
     """
 
-    def __init__(self, name: str, priority: float = 50, *, position: str) -> None:
-        super().__init__(name, priority)
+    #: Priority used when none is given (built-ins set their own).
+    default_priority: float = 50
+
+    def __init__(self, name: str, priority: float | None = None, *, position: str) -> None:
+        super().__init__(name, self.default_priority if priority is None else priority)
         if position not in POSITIONS:
             raise ValueError(
                 f"unknown hook position '{position}'{suggest(position, list(POSITIONS))}; "
@@ -64,7 +67,9 @@ def register_learner_hook(name: str, cls: type[LearnerHook] | None = None, force
 class _EveryN(LearnerHook):
     """Runs ``fire`` every ``freq`` iterations (on every call at run positions)."""
 
-    def __init__(self, name: str, priority: float = 50, *, position: str, freq: int = 1) -> None:
+    def __init__(
+        self, name: str, priority: float | None = None, *, position: str, freq: int = 1
+    ) -> None:
         super().__init__(name, priority, position=position)
         self.freq = max(int(freq), 1)
 
@@ -81,7 +86,11 @@ class _EveryN(LearnerHook):
 class LoadCkptHook(LearnerHook):
     """Loads a checkpoint (a file, or the newest complete one in a folder) into the learner."""
 
-    def __init__(self, name: str, priority: float = 20, *, position: str, path: str) -> None:
+    default_priority = 20
+
+    def __init__(
+        self, name: str, priority: float | None = None, *, position: str, path: str
+    ) -> None:
         super().__init__(name, priority, position=position)
         self.path = path
 
@@ -93,6 +102,8 @@ class LoadCkptHook(LearnerHook):
 class SaveCkptHook(_EveryN):
     """Saves a checkpoint every ``freq`` iterations (or once at a run position)."""
 
+    default_priority = 40
+
     def fire(self, engine: BaseLearner) -> None:
         engine.save_checkpoint()
 
@@ -100,6 +111,8 @@ class SaveCkptHook(_EveryN):
 @register_learner_hook("log_reduce")
 class LogReduceHook(LearnerHook):
     """Adds each iteration's ``learn_info`` to the log buffer and to tensorboard."""
+
+    default_priority = 10
 
     def __call__(self, engine: BaseLearner) -> None:
         info = engine.learn_info
@@ -115,6 +128,8 @@ class LogReduceHook(LearnerHook):
 @register_learner_hook("log_show")
 class LogShowHook(_EveryN):
     """Logs the means of the buffered scalars every ``freq`` iterations, then clears them."""
+
+    default_priority = 20
 
     def fire(self, engine: BaseLearner) -> None:
         if not engine.log_buffer:
@@ -147,10 +162,6 @@ def _tb_name(key: str) -> str:
     if "/" in key:
         return key
     return f"losses/{key}" if key in _LOSS_NAMES else f"charts/{key}"
-
-
-# Default priorities of built-ins when created from a shorthand.
-_SHORTHAND_PRIORITY = {"load_ckpt": 20, "log_reduce": 10, "log_show": 20, "save_ckpt": 40}
 
 
 def build_hooks(hook_cfg: Mapping[str, Any]) -> list[LearnerHook]:
@@ -188,13 +199,10 @@ def _build_full(key: str, spec: Mapping[str, Any]) -> LearnerHook:
         raise ConfigError(f"hook '{key}' needs 'type' and 'position'")
     cls = _hook_class(str(spec["type"]))
     kwargs = dict(spec.get("ext_args") or {})
+    if "priority" in spec:
+        kwargs["priority"] = spec["priority"]
     try:
-        return cls(
-            spec.get("name", key),
-            spec.get("priority", 50),
-            position=spec["position"],
-            **kwargs,
-        )
+        return cls(spec.get("name", key), position=spec["position"], **kwargs)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"hook '{key}': {err}") from None
 
@@ -210,11 +218,10 @@ def _build_shorthand(key: str, value: Any) -> LearnerHook:
             "(e.g. save_ckpt_after_iter: 100)"
         )
     cls = _hook_class(hook_type)
-    priority = _SHORTHAND_PRIORITY.get(hook_type, 50)
     if issubclass(cls, LoadCkptHook):
         if not isinstance(value, str):
             raise ConfigError(f"hook shorthand '{key}' takes a path, got {value!r}")
-        return cls(key, priority, position=position, path=value)
+        return cls(key, position=position, path=value)
     if issubclass(cls, _EveryN):
         if isinstance(value, bool):
             freq = 1
@@ -222,9 +229,9 @@ def _build_shorthand(key: str, value: Any) -> LearnerHook:
             freq = value
         else:
             raise ConfigError(f"hook shorthand '{key}' takes a positive int or bool, got {value!r}")
-        return cls(key, priority, position=position, freq=freq)
+        return cls(key, position=position, freq=freq)
     try:
-        return cls(key, priority, position=position)
+        return cls(key, position=position)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"hook shorthand '{key}': {err}") from None
 

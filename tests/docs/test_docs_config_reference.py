@@ -1,0 +1,121 @@
+"""Keeps docs/config.rst (and the flag table of docs/quickstart.rst) in step with the code.
+
+The reference tables of config.rst sit between ``.. begin defaults-table`` and ``.. end
+defaults-table``; each bundled experiment's table between ``.. begin experiment NAME`` and
+``.. end experiment NAME``. A row is ``* - ``key``  - ``value`` ...``; values are Python
+literals compared with the code's.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from docs_helpers import DOCS, extract_blocks
+
+from ding_lite.config import EXPERIMENTS, compile_config, load_experiment
+from ding_lite.config.defaults import DEFAULT_CONFIG, FREE_FORM_KEYS
+from ding_lite.entry.cli import SHORTHANDS
+
+CONFIG_RST = DOCS / "config.rst"
+ROW_KEY = re.compile(r"^\s*\* - ``([A-Za-z0-9_.]+)``\s*$")
+ROW_VALUE = re.compile(r"^\s*- ``(.*)``\s*$")
+
+
+def leaves(tree: Mapping, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Dotted keys and values; free-form sections count as one leaf each."""
+    for key, value in tree.items():
+        dotted = prefix + key
+        if isinstance(value, Mapping) and dotted not in FREE_FORM_KEYS:
+            yield from leaves(value, dotted + ".")
+        else:
+            yield dotted, value
+
+
+def sections(tree: Mapping, prefix: str = "") -> Iterator[str]:
+    for key, value in tree.items():
+        dotted = prefix + key
+        if isinstance(value, Mapping) and dotted not in FREE_FORM_KEYS:
+            yield dotted
+            yield from sections(value, dotted + ".")
+
+
+def region(name: str) -> str:
+    text = CONFIG_RST.read_text(encoding="utf-8")
+    begin, end = f"\n.. begin {name}\n", f"\n.. end {name}\n"
+    assert text.count(begin) == 1 and text.count(end) == 1, f"markers of '{name}' missing"
+    return text.split(begin, 1)[1].split(end, 1)[0]
+
+
+def table_rows(name: str) -> dict[str, Any]:
+    """``{dotted key: documented value}`` of the list-table rows in a marked region."""
+    rows: dict[str, Any] = {}
+    lines = region(name).splitlines()
+    for i, line in enumerate(lines):
+        m = ROW_KEY.match(line)
+        if not m or m.group(1) == "Key":
+            continue
+        key = m.group(1)
+        assert key not in rows, f"{key} is documented twice in '{name}'"
+        value = ROW_VALUE.match(lines[i + 1]) if i + 1 < len(lines) else None
+        assert value, f"row {key} in '{name}' has no ``value`` in its second column"
+        rows[key] = ast.literal_eval(value.group(1))
+    return rows
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal and of the same type (so 0 is not 0.0 and True is not 1)."""
+    return type(a) is type(b) and a == b
+
+
+def test_every_default_is_documented_with_its_value():
+    documented = table_rows("defaults-table")
+    expected = dict(leaves(DEFAULT_CONFIG))
+    missing = sorted(set(expected) - set(documented))
+    stale = sorted(set(documented) - set(expected))
+    assert not missing, f"keys of DEFAULT_CONFIG missing from docs/config.rst: {missing}"
+    assert not stale, f"docs/config.rst documents keys DEFAULT_CONFIG lacks: {stale}"
+    wrong = {k: (documented[k], v) for k, v in expected.items() if not same(documented[k], v)}
+    assert not wrong, f"documented default != code default (doc, code): {wrong}"
+
+
+def test_every_section_is_named():
+    text = CONFIG_RST.read_text(encoding="utf-8")
+    for section in sections(DEFAULT_CONFIG):
+        assert f"``{section}``" in text, f"section {section} is not named in docs/config.rst"
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_bundled_experiment_table(name):
+    documented = table_rows(f"experiment {name}")
+    expected = dict(leaves(load_experiment(name)))
+    assert set(documented) == set(expected), (
+        f"{name}: documented keys differ; missing {sorted(set(expected) - set(documented))}, "
+        f"stale {sorted(set(documented) - set(expected))}"
+    )
+    wrong = {k: (documented[k], v) for k, v in expected.items() if not same(documented[k], v)}
+    assert not wrong, f"{name}: documented value != experiment value (doc, code): {wrong}"
+
+
+def test_config_file_examples_compile(tmp_path):
+    py_file = tmp_path / "wide_cartpole.py"
+    py_file.write_text("\n".join(extract_blocks("config.rst", "python-config-example")))
+    cfg = compile_config(str(py_file))
+    assert cfg.exp_name == "wide_cartpole" and cfg.env.num_envs == 64
+    assert cfg.evaluator.stop_value == 475.0  # inherited from cartpole_ppo
+
+    yaml_file = tmp_path / "acrobot.yaml"
+    yaml_file.write_text("\n".join(extract_blocks("config.rst", "yaml-config-example", "yaml")))
+    cfg = compile_config(str(yaml_file))
+    assert cfg.env.name == "gym:Acrobot-v1" and cfg.policy.learn.learning_rate == 1e-3
+    assert cfg.evaluator.min_train_return is None
+
+
+def test_quickstart_lists_every_shorthand_flag():
+    text = (DOCS / "quickstart.rst").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^``(--[a-z-]+)``\s+``([a-z_.]+)``", text, flags=re.M))
+    expected = {f"--{name.replace('_', '-')}": key for name, (key, _) in SHORTHANDS.items()}
+    assert rows == expected

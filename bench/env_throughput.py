@@ -10,6 +10,10 @@ several short windows that alternate between ours and gymnasium's so both see th
 machine load; it reports the median window. An env is benchmarked by its ``create_env``
 name; add a gymnasium id to ``GYM_BASELINES`` to get a baseline column for it. Prints
 figures only, never asserts on them.
+
+On a machine other processes keep busy, pass ``--threads 1``: torch's multi-threaded
+kernels (sin/cos already from 2048 elements) stall whenever one of their threads is
+descheduled, which can make a step 100x slower.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "policy.learn.learning_rate": (lambda v: v > 0, "positive"),
     "policy.learn.grad_accum_steps": (lambda v: v >= 1, "at least 1"),
     "policy.learn.clip_ratio": (lambda v: v > 0, "positive"),
+    "policy.learn.grad_clip_norm": (lambda v: v is None or v > 0, "positive or none"),
     "policy.learn.optimizer": (lambda v: v in ("adam", "adamw"), "'adam' or 'adamw'"),
     "policy.model.activation": (lambda v: v in ("tanh", "relu"), "'tanh' or 'relu'"),
     "policy.collect.n_steps": (lambda v: v >= 1, "at least 1"),
@@ -116,11 +117,9 @@ def _check_value(dotted: str, value: Any, default: Any) -> Any:
     """Returns ``value`` converted to the default's type, or raises ``ConfigError``."""
     if value is None and dotted in NULLABLE_TYPES:
         return None
-    if (
-        isinstance(value, str)
-        and isinstance(default, (int, float))
-        and not isinstance(default, bool)
-    ):
+    numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
+    numeric = numeric or bool({int, float} & set(NULLABLE_TYPES.get(dotted, ())))
+    if isinstance(value, str) and numeric:
         # YAML 1.1 reads "1e-3" as text; accept numbers written that way.
         parsed = parse_value(value)
         value = parsed if isinstance(parsed, (int, float)) else value

@@ -67,7 +67,7 @@ def serial_pipeline(
         max_env_step: overrides ``cfg.max_env_step``.
         overrides: dotted ``key.sub=value`` overrides.
         exp_dir: where the run writes (default ``./<exp_name>``).
-        device: "cpu", "cuda" or "auto".
+        device: "cpu", "cuda", "cuda:N" or "auto".
         max_train_iter: stop after this many iterations.
         resume: an experiment dir to continue: its saved config and newest checkpoint
             (then ``cfg`` must be None; ``overrides`` still apply, e.g. a new limit).
@@ -182,7 +182,7 @@ class SerialRun:
         """Why the run should stop now (None: it should go on)."""
         cfg = self.cfg
         if self.learner.stop_reason is not None:
-            return self.learner.stop_reason
+            return self.learner.stop_reason or "stop requested"
         if cfg.max_env_step is not None and self.collector.envstep >= cfg.max_env_step:
             return "max_env_step"
         if cfg.max_train_iter is not None and self.learner.last_iter >= cfg.max_train_iter:
@@ -287,7 +287,7 @@ def _log_train(tb_logger: Any, collector: SerialCollector, sps_meter: _SpsMeter)
     step = sps_meter.envstep = collector.envstep
     for ret in collector.last_returns:
         tb_logger.add_scalar("charts/episodic_return", ret, step)
-    if collector.last_returns:
-        lengths = list(collector.recent_lengths)[-len(collector.last_returns) :]
+    if collector.last_lengths:
+        lengths = collector.last_lengths
         tb_logger.add_scalar("charts/episodic_length", sum(lengths) / len(lengths), step)
     tb_logger.add_scalar("charts/SPS", sps_meter.sps(), step)

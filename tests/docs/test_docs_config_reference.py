@@ -14,11 +14,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+import torch
 from docs_helpers import DOCS, extract_blocks
 
 from ding_lite.config import EXPERIMENTS, compile_config, load_experiment
 from ding_lite.config.defaults import DEFAULT_CONFIG, FREE_FORM_KEYS
 from ding_lite.entry.cli import SHORTHANDS
+from ding_lite.entry.serial import build_env
+from ding_lite.utils.errors import ConfigError
 
 CONFIG_RST = DOCS / "config.rst"
 ROW_KEY = re.compile(r"^\s*\* - ``([A-Za-z0-9_.]+)``\s*$")
@@ -119,3 +122,35 @@ def test_quickstart_lists_every_shorthand_flag():
     rows = dict(re.findall(r"^``(--[a-z-]+)``\s+``([a-z_.]+)``", text, flags=re.M))
     expected = {f"--{name.replace('_', '-')}": key for name, (key, _) in SHORTHANDS.items()}
     assert rows == expected
+
+
+def test_type_rule_statements():
+    """The statements of 'Type rules' and of the reference rows that go beyond a type."""
+    # grad_clip_norm: a float default that also takes None.
+    cfg = compile_config("cartpole_ppo", ["policy.learn.grad_clip_norm=none"])
+    assert cfg.policy.learn.grad_clip_norm is None
+    # Numbers written as text (what YAML 1.1 makes of 1e-3) for int and float keys.
+    cfg = compile_config(
+        {"policy": {"learn": {"learning_rate": "1e-3"}}, "env": {"num_envs": "64"}}
+    )
+    assert cfg.policy.learn.learning_rate == 1e-3 and cfg.env.num_envs == 64
+    # ... and for keys whose default is None but that take numbers.
+    assert compile_config({"max_env_step": "5e5"}).max_env_step == 500_000
+    with pytest.raises(ConfigError, match="must be int"):
+        compile_config({"max_env_step": "lots"})
+    # The unknown-key hints the page gives.
+    with pytest.raises(ConfigError, match=r"did you mean 'policy\.collect\.gamma'"):
+        compile_config({"policy": {"learn": {"gamma": 0.9}}})
+    # collector is checked like any other section.
+    with pytest.raises(ConfigError, match="unknown config key 'collector.window'"):
+        compile_config({"collector": {"window": 5}})
+    with pytest.raises(ConfigError, match="at least 1"):
+        compile_config({"collector": {"stats_window": 0}})
+
+
+def test_env_dtype_by_name():
+    cfg = compile_config("cartpole_ppo", ["env.kwargs.dtype=float64"])
+    assert build_env(cfg, 2, "cpu", 0).dtype == torch.float64
+    cfg = compile_config("cartpole_ppo", ["env.kwargs.dtype=float65"])
+    with pytest.raises(ConfigError, match="unknown torch dtype 'float65'"):
+        build_env(cfg, 2, "cpu", 0)

@@ -51,6 +51,9 @@ class SerialCollector:
         self.episodes = 0
         self.recent_returns: deque[float] = deque(maxlen=stats_window)
         self.recent_lengths: deque[int] = deque(maxlen=stats_window)
+        #: Returns and lengths of the episodes that finished in the last rollout.
+        self.last_returns: list[float] = []
+        self.last_lengths: list[int] = []
         self._alloc()
 
     def _alloc(self) -> None:
@@ -112,11 +115,11 @@ class SerialCollector:
         )
         self.envstep += T * B
         mask = self._b_ep_mask
-        finished_returns = self._b_ep_return[mask].tolist()
-        self.recent_returns.extend(finished_returns)
-        self.recent_lengths.extend(self._b_ep_length[mask].tolist())
-        self.episodes += len(finished_returns)
-        self.last_returns = finished_returns
+        self.last_returns = self._b_ep_return[mask].tolist()
+        self.last_lengths = self._b_ep_length[mask].tolist()
+        self.recent_returns.extend(self.last_returns)
+        self.recent_lengths.extend(self.last_lengths)
+        self.episodes += len(self.last_returns)
         return {
             "obs": self._b_obs.flatten(0, 1).clone(),
             "action": self._b_actions.flatten(0, 1).clone(),

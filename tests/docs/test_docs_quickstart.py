@@ -1,0 +1,60 @@
+"""Checks statements of docs/quickstart.rst against the code: result.json, error messages."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+import pytest
+from docs_helpers import DOCS
+
+from ding_lite import serial_pipeline
+from ding_lite.config import compile_config
+from ding_lite.utils.errors import ConfigError
+
+QUICKSTART = DOCS / "quickstart.rst"
+TINY = [
+    "env.num_envs=4",
+    "policy.collect.n_steps=16",
+    "policy.learn.batch_size=32",
+    "evaluator.n_episodes=2",
+    "evaluator.eval_freq=0",
+    "evaluator.stop_value=none",
+    "evaluator.min_train_return=none",
+]
+
+
+def documented_result_keys() -> list[str]:
+    """The first column of the result.json table."""
+    text = QUICKSTART.read_text(encoding="utf-8")
+    table = text.split("``result.json`` holds:", 1)[1].split("\n\n", 2)[1]
+    return re.findall(r"^``([a-z_]+)``\s", table, flags=re.M)
+
+
+def test_result_json_table_lists_every_key(tmp_path):
+    serial_pipeline(
+        "cartpole_ppo", seed=0, overrides=TINY, exp_dir=str(tmp_path / "run"), max_train_iter=1
+    )
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert sorted(documented_result_keys()) == sorted(result)
+    assert result["stop_reason"] == "max_train_iter"
+
+
+def test_config_error_messages_are_the_code_s():
+    """Each ``unknown config key`` / ``config key ... must be`` line, reproduced."""
+    text = QUICKSTART.read_text(encoding="utf-8")
+    lines = re.findall(r"^    ding-lite: error: ((?:unknown )?config key .*)$", text, flags=re.M)
+    assert len(lines) >= 4
+    for message in lines:
+        if message.startswith("unknown"):
+            key = re.match(r"unknown config key '([a-z_.]+)'", message).group(1)
+            override = f"{key}=1"
+        else:
+            key, raw = re.match(
+                r"config key '([a-z_.]+)' must .*, got (.+?)(?: \(\w+\))?$", message
+            ).groups()
+            override = f"{key}={ast.literal_eval(raw)}"
+        with pytest.raises(ConfigError) as err:
+            compile_config("cartpole_ppo", [override])
+        assert str(err.value) == message

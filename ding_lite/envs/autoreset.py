@@ -6,10 +6,13 @@ takes part in the blend and the pool is refreshed a fixed amount per step.
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import torch
 from torch import Tensor
+
+from ding_lite.envs.base import TensorVectorEnv
 
 _ELEMENT_DTYPES = (torch.complex128, torch.int64, torch.int32, torch.int16, torch.uint8)
 
@@ -145,3 +148,81 @@ class ResetPool:
         """Restores what :meth:`state_dict` returned."""
         self.values.copy_(state["values"])
         self._cursor = int(state["cursor"])
+
+
+class PooledStateEnv(TensorVectorEnv):
+    """A ``TensorVectorEnv`` whose physical state is one ``[N, D]`` tensor reset from a pool.
+
+    The subclass's ``_step_physics`` writes the stepped state into ``self._next``; autoreset
+    then commits it to ``self._state`` with the rows of finished copies taken from a
+    :class:`ResetPool`, so the final observation comes from ``_next`` and nothing is copied
+    twice. Subclasses call :meth:`_init_pooled_state` in their constructor and implement
+    :meth:`_obs_of`.
+    """
+
+    def _init_pooled_state(
+        self,
+        *,
+        low: tuple[float, ...],
+        high: tuple[float, ...],
+        dtype: torch.dtype,
+        refresh_steps: int = 8,
+    ) -> None:
+        """Allocates ``_state``, ``_next`` and the reset pool of initial states U(low, high).
+
+        Args:
+            low: Lower bound of each of the ``D`` state variables at reset.
+            high: Upper bound of each state variable at reset.
+            dtype: Dtype of the physical state.
+            refresh_steps: See :class:`ResetPool`; at most the shortest episode's length.
+        """
+        self.dtype = dtype
+        self._state = torch.zeros(self.num_envs, len(low), dtype=dtype, device=self.device)
+        self._next = torch.empty_like(self._state)  # state after physics, before autoreset
+        self._pool = ResetPool(
+            num_envs=self.num_envs,
+            low=low,
+            high=high,
+            generator=self.generator,
+            device=self.device,
+            dtype=dtype,
+            refresh_steps=refresh_steps,
+        )
+        self._select_reset_rows = RowSelect(self._pool.values, self._next, out=self._state)
+
+    @abc.abstractmethod
+    def _obs_of(self, state: Tensor) -> Tensor:
+        """Returns the float32 observation ``[N, *obs_shape]`` of ``state``, in fresh memory."""
+
+    @property
+    def state(self) -> Tensor:
+        """``[N, D]`` physical state; assigning copies into the env's buffer."""
+        return self._state
+
+    @state.setter
+    def state(self, value: Tensor) -> None:
+        self._state.copy_(torch.as_tensor(value).expand_as(self._state))
+
+    def _reset_state(self, mask: Tensor | None) -> None:
+        # _step_physics leaves the stepped state in _next; this commits it to _state with the
+        # rows in ``mask`` taken from the pool instead.
+        if mask is None:
+            self._state.copy_(self._pool.take_all())
+        else:
+            self._select_reset_rows(mask)
+            self._pool.advance()
+
+    def _obs(self) -> Tensor:
+        return self._obs_of(self._state)
+
+    def _autoreset(self, done: Tensor) -> tuple[Tensor, Tensor]:
+        # The stepped state stays in _next while the reset one is written to _state.
+        self._reset_state(done)
+        return self._obs(), self._obs_of(self._next)
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"state": self._state.clone(), "pool": self._pool.state_dict()}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.state = state["state"]
+        self._pool.load_state_dict(state["pool"])

@@ -8,13 +8,11 @@ and the 500-step time limit follow gymnasium's ``CartPoleEnv`` (Barto, Sutton & 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 from torch import Tensor
 
-from ding_lite.envs.autoreset import ResetPool, RowSelect
-from ding_lite.envs.base import TensorVectorEnv
+from ding_lite.envs.autoreset import PooledStateEnv
 from ding_lite.envs.spaces import Discrete
 
 GRAVITY = 9.8
@@ -30,7 +28,7 @@ X_THRESHOLD = 2.4
 INIT_BOUND = 0.05
 
 
-class CartPoleEnv(TensorVectorEnv):
+class CartPoleEnv(PooledStateEnv):
     """Batched CartPole-v1: keep a pole upright by pushing its cart left or right.
 
     Observation float32 ``[N, 4]``: cart position, cart velocity, pole angle (rad), pole
@@ -72,11 +70,13 @@ class CartPoleEnv(TensorVectorEnv):
             device=device,
             seed=seed,
         )
-        self.dtype = dtype
+        # From these initial states an episode lasts at least 8 steps, so each reset gets a
+        # pool draw no earlier reset has used.
+        self._init_pooled_state(
+            low=(-INIT_BOUND,) * 4, high=(INIT_BOUND,) * 4, dtype=dtype, refresh_steps=8
+        )
         # Persistent buffers: the step writes into them with out= ops, so it allocates only
         # the tensors it hands out, and every view below is built once.
-        self._state = torch.zeros(num_envs, 4, dtype=dtype, device=self.device)
-        self._next = torch.empty_like(self._state)  # state after physics, before autoreset
         self._acc = torch.empty(num_envs, 2, dtype=dtype, device=self.device)  # x, theta
         # Scratch for the intermediate terms: reusing memory also spares the page faults that
         # fresh large allocations cost on CPU.
@@ -92,18 +92,6 @@ class CartPoleEnv(TensorVectorEnv):
         self._denom_base = torch.tensor(
             HALF_LENGTH * 4.0 / 3.0 / GRAVITY, dtype=dtype, device=self.device
         )
-        self._pool = ResetPool(
-            num_envs=num_envs,
-            low=(-INIT_BOUND,) * 4,
-            high=(INIT_BOUND,) * 4,
-            generator=self.generator,
-            device=self.device,
-            dtype=dtype,
-            # From these initial states an episode lasts at least 8 steps, so each reset
-            # gets a draw no earlier reset has used.
-            refresh_steps=8,
-        )
-        self._select_reset_rows = RowSelect(self._pool.values, self._next, out=self._state)
         # Views of the persistent buffers, built once: each costs as much as a small op.
         st = self._state
         self._theta, self._theta_dot = st[:, 2], st[:, 3]
@@ -112,24 +100,6 @@ class CartPoleEnv(TensorVectorEnv):
         self._next_pos, self._next_vel = self._next[:, 0::2], self._next[:, 1::2]
         # Both flags of a row read as one int16, so "either is set" is one cast to bool.
         self._either_out = self._out_of_bounds.view(torch.int16).squeeze(1)
-
-    @property
-    def state(self) -> Tensor:
-        """``[N, 4]`` (x, x_dot, theta, theta_dot); assigning copies into the env's buffer."""
-        return self._state
-
-    @state.setter
-    def state(self, value: Tensor) -> None:
-        self._state.copy_(torch.as_tensor(value).expand(self.num_envs, 4))
-
-    def _reset_state(self, mask: Tensor | None) -> None:
-        # _step_physics leaves the stepped state in _next; this commits it to _state with the
-        # rows in ``mask`` taken from the pool instead.
-        if mask is None:
-            self._state.copy_(self._pool.take_all())
-        else:
-            self._select_reset_rows(mask)
-            self._pool.advance()
 
     def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
         # gymnasium's equations with the constant factors regrouped so that every line is a
@@ -168,20 +138,8 @@ class CartPoleEnv(TensorVectorEnv):
         reward = torch.ones(self.num_envs, dtype=torch.float32, device=self.device)
         return reward, terminated
 
-    def _obs(self) -> Tensor:
-        return _float32_copy(self._state)
-
-    def _autoreset(self, done: Tensor) -> tuple[Tensor, Tensor]:
-        # The stepped state stays in _next while the reset one is written to _state.
-        self._reset_state(done)
-        return self._obs(), _float32_copy(self._next)
-
-    def _extra_state(self) -> dict[str, Any]:
-        return {"state": self._state.clone(), "pool": self._pool.state_dict()}
-
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        self.state = state["state"]
-        self._pool.load_state_dict(state["pool"])
+    def _obs_of(self, state: Tensor) -> Tensor:
+        return _float32_copy(state)
 
 
 def _float32_copy(t: Tensor) -> Tensor:

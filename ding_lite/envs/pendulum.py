@@ -7,13 +7,11 @@ gymnasium's ``PendulumEnv``; the episode never terminates, it is only truncated.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 from torch import Tensor
 
-from ding_lite.envs.autoreset import ResetPool, RowSelect
-from ding_lite.envs.base import TensorVectorEnv
+from ding_lite.envs.autoreset import PooledStateEnv
 from ding_lite.envs.spaces import Box
 
 MAX_SPEED = 8.0
@@ -25,7 +23,7 @@ INIT_THETA = math.pi
 INIT_THETA_DOT = 1.0
 
 
-class PendulumEnv(TensorVectorEnv):
+class PendulumEnv(PooledStateEnv):
     """Batched Pendulum-v1: swing a pendulum up and hold it with a bounded torque.
 
     Observation float32 ``[N, 3]``: ``cos(theta)``, ``sin(theta)``, ``theta_dot``. Action
@@ -69,36 +67,9 @@ class PendulumEnv(TensorVectorEnv):
             seed=seed,
         )
         self.g = g
-        self.dtype = dtype
-        self._state = torch.zeros(num_envs, 2, dtype=dtype, device=self.device)
-        self._next = torch.empty_like(self._state)  # state after physics, before autoreset
-        self._pool = ResetPool(
-            num_envs=num_envs,
-            low=(-INIT_THETA, -INIT_THETA_DOT),
-            high=(INIT_THETA, INIT_THETA_DOT),
-            generator=self.generator,
-            device=self.device,
-            dtype=dtype,
+        self._init_pooled_state(
+            low=(-INIT_THETA, -INIT_THETA_DOT), high=(INIT_THETA, INIT_THETA_DOT), dtype=dtype
         )
-        self._select_reset_rows = RowSelect(self._pool.values, self._next, out=self._state)
-
-    @property
-    def state(self) -> Tensor:
-        """``[N, 2]`` (theta, theta_dot); assigning copies into the env's buffer."""
-        return self._state
-
-    @state.setter
-    def state(self, value: Tensor) -> None:
-        self._state.copy_(torch.as_tensor(value).expand(self.num_envs, 2))
-
-    def _reset_state(self, mask: Tensor | None) -> None:
-        # _step_physics leaves the stepped state in _next; this commits it to _state with the
-        # rows in ``mask`` taken from the pool instead.
-        if mask is None:
-            self._state.copy_(self._pool.take_all())
-        else:
-            self._select_reset_rows(mask)
-            self._pool.advance()
 
     def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
         theta, theta_dot = self._state.unbind(1)
@@ -118,22 +89,6 @@ class PendulumEnv(TensorVectorEnv):
         terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         return reward.to(torch.float32), terminated
 
-    @staticmethod
-    def _obs_of(state: Tensor) -> Tensor:
+    def _obs_of(self, state: Tensor) -> Tensor:
         theta, theta_dot = state.unbind(1)
         return torch.stack((theta.cos(), theta.sin(), theta_dot), dim=1).to(torch.float32)
-
-    def _obs(self) -> Tensor:
-        return self._obs_of(self._state)
-
-    def _autoreset(self, done: Tensor) -> tuple[Tensor, Tensor]:
-        # The stepped state stays in _next while the reset one is written to _state.
-        self._reset_state(done)
-        return self._obs(), self._obs_of(self._next)
-
-    def _extra_state(self) -> dict[str, Any]:
-        return {"state": self._state.clone(), "pool": self._pool.state_dict()}
-
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
-        self.state = state["state"]
-        self._pool.load_state_dict(state["pool"])

@@ -7,6 +7,17 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
+# Overrides that make a serial run take a fraction of a second.
+TINY = [
+    "env.num_envs=4",
+    "policy.collect.n_steps=16",
+    "policy.learn.batch_size=32",
+    "evaluator.n_episodes=2",
+    "evaluator.eval_freq=0",
+    "evaluator.stop_value=none",
+    "evaluator.min_train_return=none",
+]
+
 
 def extract_blocks(page: str, name: str, language: str = "python") -> list[str]:
     """Returns the ``code-block:: <language>`` bodies between ``.. begin <name>`` and

@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import torch
+from docs_helpers import TINY
 
 from ding_lite import serial_pipeline
 from ding_lite.rl_utils import gae_with_returns, get_adv_estimator
 from ding_lite.rl_utils.adv_estimator import _REGISTRY as ADV_REGISTRY
-
-TINY = [
-    "env.num_envs=4",
-    "policy.collect.n_steps=16",
-    "policy.learn.batch_size=32",
-    "evaluator.n_episodes=2",
-    "evaluator.eval_freq=0",
-    "evaluator.stop_value=none",
-    "evaluator.min_train_return=none",
-]
 
 
 def test_load_weights_example(tmp_path, monkeypatch, docs_code):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from docs_helpers import TINY
 
 import ding_lite
 from ding_lite.entry.serial import serial_pipeline as real_serial_pipeline
@@ -13,15 +14,6 @@ from ding_lite.utils.file_io import safe_torch_load
 from ding_lite.worker.learner import LEARNER_HOOK_REGISTRY, latest_checkpoint
 
 # Small enough that an iteration takes milliseconds; evaluation only at the end, 2 episodes.
-TINY = [
-    "env.num_envs=4",
-    "policy.collect.n_steps=16",
-    "policy.learn.batch_size=32",
-    "evaluator.n_episodes=2",
-    "evaluator.eval_freq=0",
-    "evaluator.stop_value=none",
-    "evaluator.min_train_return=none",
-]
 
 
 @pytest.fixture

@@ -7,22 +7,13 @@ import json
 import re
 
 import pytest
-from docs_helpers import DOCS
+from docs_helpers import DOCS, TINY
 
 from ding_lite import serial_pipeline
 from ding_lite.config import compile_config
 from ding_lite.utils.errors import ConfigError
 
 QUICKSTART = DOCS / "quickstart.rst"
-TINY = [
-    "env.num_envs=4",
-    "policy.collect.n_steps=16",
-    "policy.learn.batch_size=32",
-    "evaluator.n_episodes=2",
-    "evaluator.eval_freq=0",
-    "evaluator.stop_value=none",
-    "evaluator.min_train_return=none",
-]
 
 
 def documented_result_keys() -> list[str]:

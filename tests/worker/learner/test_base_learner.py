@@ -7,35 +7,14 @@ import time
 
 import pytest
 import torch
+from learner_fakes import VectorPolicy
 
 from ding_lite.utils.errors import CheckpointError
 from ding_lite.worker.learner import BaseLearner, latest_checkpoint
 
 
-class TinyPolicy:
-    def __init__(self):
-        self.w = torch.zeros(3)
-
-        class Learn:
-            def forward(inner, data):
-                if isinstance(data, Exception):
-                    raise data
-                self.w += data
-                return {"policy_loss": float(self.w.sum())}
-
-        self.learn_mode = Learn()
-
-    def state_dict(self):
-        return {"w": self.w.clone()}
-
-    def load_state_dict(self, state, model_only=False):
-        if state["w"].shape != self.w.shape:
-            raise RuntimeError("size mismatch for w")
-        self.w = state["w"].clone()
-
-
 def test_properties(tmp_path):
-    learner = BaseLearner({}, TinyPolicy(), exp_name="e", instance_name="lrn", exp_dir=tmp_path)
+    learner = BaseLearner({}, VectorPolicy(3), exp_name="e", instance_name="lrn", exp_dir=tmp_path)
     assert learner.name == "lrn" and learner.rank == 0 and learner.world_size == 1
     assert learner.last_iter == learner.train_iter == 0
     learner.train(torch.ones(3), envstep=10)
@@ -44,13 +23,13 @@ def test_properties(tmp_path):
     assert learner.priority_info == {}
     assert learner.tick_time > 0
     assert learner.load_path == ""
-    new = TinyPolicy()
+    new = VectorPolicy(3)
     learner.policy = new
     assert learner.policy is new
 
 
 def test_checkpoints_rotate_and_are_atomic(tmp_path):
-    learner = BaseLearner({"keep_ckpts": 2}, TinyPolicy(), exp_dir=tmp_path)
+    learner = BaseLearner({"keep_ckpts": 2}, VectorPolicy(3), exp_dir=tmp_path)
     for _ in range(5):
         learner.train(torch.ones(3))
         learner.save_checkpoint()
@@ -62,7 +41,7 @@ def test_checkpoints_rotate_and_are_atomic(tmp_path):
 
 
 def test_failed_write_leaves_previous_checkpoint(tmp_path, monkeypatch):
-    learner = BaseLearner({}, TinyPolicy(), exp_dir=tmp_path)
+    learner = BaseLearner({}, VectorPolicy(3), exp_dir=tmp_path)
     learner.train(torch.ones(3))
     path = learner.save_checkpoint("same")
     before = path.read_bytes()
@@ -80,7 +59,7 @@ def test_failed_write_leaves_previous_checkpoint(tmp_path, monkeypatch):
 
 
 def test_load_errors_are_clear(tmp_path):
-    learner = BaseLearner({}, TinyPolicy(), exp_dir=tmp_path)
+    learner = BaseLearner({}, VectorPolicy(3), exp_dir=tmp_path)
     with pytest.raises(CheckpointError, match="not found"):
         learner.load_checkpoint(tmp_path / "nope.pt")
     (tmp_path / "empty").mkdir()
@@ -96,7 +75,7 @@ def test_load_errors_are_clear(tmp_path):
         learner.load_checkpoint(foreign)
     learner.train(torch.ones(3))
     good = learner.save_checkpoint("good")
-    other = BaseLearner({}, TinyPolicy(), exp_dir=tmp_path / "o")
+    other = BaseLearner({}, VectorPolicy(3), exp_dir=tmp_path / "o")
     other.policy.w = torch.zeros(5)
     with pytest.raises(CheckpointError, match="does not fit"):
         other.load_checkpoint(good)
@@ -109,7 +88,7 @@ def test_pickle_in_checkpoint_is_refused(tmp_path):
 
     bad = tmp_path / "evil.pt"
     torch.save({"format": "ding_lite.ckpt.v1", "x": Evil()}, bad)
-    learner = BaseLearner({}, TinyPolicy(), exp_dir=tmp_path)
+    learner = BaseLearner({}, VectorPolicy(3), exp_dir=tmp_path)
     with pytest.raises(CheckpointError, match="cannot read"):
         learner.load_checkpoint(bad)
 
@@ -118,7 +97,7 @@ def test_start_runs_from_get_data_and_checkpoints_on_exception(tmp_path):
     batches = [torch.ones(3), torch.ones(3), ValueError("bad batch")]
     learner = BaseLearner(
         {"hook": {"save_ckpt_after_run": False}},
-        TinyPolicy(),
+        VectorPolicy(3),
         exp_dir=tmp_path,
         get_data=lambda: batches.pop(0) if batches else None,
     )
@@ -131,7 +110,7 @@ def test_start_runs_from_get_data_and_checkpoints_on_exception(tmp_path):
 def test_start_stops_when_data_runs_out(tmp_path):
     batches = [torch.ones(3)] * 3
     learner = BaseLearner(
-        {}, TinyPolicy(), exp_dir=tmp_path, get_data=lambda: batches.pop() if batches else None
+        {}, VectorPolicy(3), exp_dir=tmp_path, get_data=lambda: batches.pop() if batches else None
     )
     learner.start()
     learner.close()
@@ -146,14 +125,14 @@ def test_sigterm_during_start_leaves_a_checkpoint(tmp_path):
         f"""
         import sys, time, torch
         sys.path.insert(0, {os.path.dirname(__file__)!r})
-        from test_base_learner import TinyPolicy
+        from learner_fakes import VectorPolicy
         from ding_lite.worker.learner import BaseLearner
 
         def data():
             time.sleep(0.05)
             return torch.ones(3)
 
-        learner = BaseLearner({{"hook": {{"save_ckpt_after_run": False}}}}, TinyPolicy(),
+        learner = BaseLearner({{"hook": {{"save_ckpt_after_run": False}}}}, VectorPolicy(3),
                               exp_dir={str(tmp_path)!r}, get_data=data)
         print("started", flush=True)
         learner.start()

@@ -1,5 +1,6 @@
 import pytest
 import torch
+from learner_fakes import VectorPolicy
 
 from ding_lite.utils.errors import ConfigError
 from ding_lite.worker.learner import (
@@ -14,26 +15,6 @@ from ding_lite.worker.learner import (
 from ding_lite.worker.learner.learner_hook import LEARNER_HOOK_REGISTRY
 
 
-class CountingPolicy:
-    """A stand-in policy: one parameter nudged each iteration."""
-
-    def __init__(self):
-        self.w = torch.zeros(2)
-
-        class Learn:
-            def forward(inner, data):
-                self.w += data
-                return {"policy_loss": float(self.w.sum())}
-
-        self.learn_mode = Learn()
-
-    def state_dict(self):
-        return {"w": self.w.clone()}
-
-    def load_state_dict(self, state, model_only=False):
-        self.w = state["w"].clone()
-
-
 class Recorder(LearnerHook):
     def __init__(self, name, priority=50, *, position, log):
         super().__init__(name, priority, position=position)
@@ -45,7 +26,7 @@ class Recorder(LearnerHook):
 
 def make_learner(tmp_path, hook=None, **kw):
     cfg = {"hook": hook if hook is not None else {}, **kw}
-    return BaseLearner(cfg, CountingPolicy(), exp_dir=tmp_path)
+    return BaseLearner(cfg, VectorPolicy(2), exp_dir=tmp_path)
 
 
 def test_priority_order_and_ties_keep_registration_order(tmp_path):

@@ -1,0 +1,158 @@
+"""AsyncCollector: keeps a vector env stepping in a thread, one file per rollout.
+
+The loop never waits for the coordinator: it collects a rollout (with advantages from the
+behaviour policy's values), writes it atomically under ``<path_data>/<name>/`` and records its
+metadata in an outbox that ``drain()`` empties. New weights handed to ``sync_policy()`` are
+swapped in between two rollouts, so the env never pauses for a policy update.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ding_lite.data.files import read_policy, write_rollout
+from ding_lite.utils.log import get_logger
+from ding_lite.worker.collector.serial_collector import SerialCollector
+
+
+class AsyncCollector:
+    """Runs ``collector.collect()`` in a background thread and writes every rollout to a file.
+
+    Args:
+        collector: the rollout collector (env + the policy's collect mode).
+        policy: the policy whose weights ``sync_policy`` replaces.
+        name: this collector's id; its files go to ``<path_data>/<name>/``.
+        path_data: the shared data folder.
+        max_pending_files: the loop pauses while this many written files wait in the outbox,
+            so a stalled learner cannot fill the disk.
+    """
+
+    def __init__(
+        self,
+        collector: SerialCollector,
+        policy: Any,
+        *,
+        name: str,
+        path_data: str | Path,
+        max_pending_files: int = 16,
+    ) -> None:
+        self.collector = collector
+        self.policy = policy
+        self.name = name
+        self.path_data = Path(path_data)
+        self.max_pending_files = max_pending_files
+        self.policy_version = 0
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._outbox: list[dict[str, Any]] = []
+        self._returns: list[float] = []
+        self._pending_policy: tuple[int, dict[str, Any], float] | None = None
+        self._sync_latency: list[float] = []
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._logger = get_logger(f"collector.{name}")
+
+    def start(self) -> None:
+        """Starts the collection thread."""
+        self._thread = threading.Thread(target=self._run, name=f"collect-{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stops after the rollout in progress (waits at most ``timeout`` seconds)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                self._logger.warning(f"collection thread still busy after {timeout:g} s")
+
+    def sync_policy(self, path: str, version: int, published_at: float | None = None) -> None:
+        """Reads a published policy file; the loop uses it from its next rollout on.
+
+        Args:
+            path: the policy file.
+            version: its version; older than the current one is ignored.
+            published_at: ``time.time()`` of publication, to measure the sync latency.
+
+        Raises:
+            CheckpointError: the file is missing or unreadable.
+        """
+        file_version, state = read_policy(path)
+        if file_version != version:
+            raise ValueError(f"{path} holds policy version {file_version}, not {version}")
+        with self._lock:
+            if version > self.policy_version and (
+                self._pending_policy is None or version > self._pending_policy[0]
+            ):
+                self._pending_policy = (version, state, published_at or time.time())
+
+    def drain(self) -> dict[str, Any]:
+        """Returns what was collected since the last call.
+
+        Returns:
+            ``{"files": [metadata...], "episode_returns": [...], "envstep", "policy_version",
+            "sync_latency_s": [...]}``.
+
+        Raises:
+            The exception that stopped the collection thread, if any.
+        """
+        with self._lock:
+            if self._error is not None:
+                raise RuntimeError(
+                    f"collector {self.name} failed: {self._error!r}"
+                ) from self._error
+            files, self._outbox = self._outbox, []
+            returns, self._returns = self._returns, []
+            latency, self._sync_latency = self._sync_latency, []
+            return {
+                "files": files,
+                "episode_returns": returns,
+                "envstep": self.collector.envstep,
+                "policy_version": self.policy_version,
+                "sync_latency_s": latency,
+            }
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _swap_policy(self) -> None:
+        with self._lock:
+            pending, self._pending_policy = self._pending_policy, None
+        if pending is None:
+            return
+        version, state, published_at = pending
+        self.policy.collect_mode.load_state_dict({"model": state})
+        self.policy_version = version
+        with self._lock:
+            self._sync_latency.append(max(time.time() - published_at, 0.0))
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._swap_policy()
+                with self._lock:
+                    backlog = len(self._outbox)
+                if backlog >= self.max_pending_files:
+                    self._stop.wait(0.01)
+                    continue
+                data = self.collector.collect()
+                meta = write_rollout(
+                    self.path_data,
+                    self.name,
+                    self._seq,
+                    data,
+                    policy_version=self.policy_version,
+                    episode_returns=self.collector.last_returns,
+                )
+                self._seq += 1
+                with self._lock:
+                    self._outbox.append(meta)
+                    self._returns.extend(self.collector.last_returns)
+        except BaseException as err:  # reported to the coordinator by the next drain()
+            self._logger.exception("collection thread failed")
+            with self._lock:
+                self._error = err

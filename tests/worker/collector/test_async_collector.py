@@ -1,0 +1,84 @@
+import time
+
+import pytest
+import torch
+
+from ding_lite.config import get_config
+from ding_lite.data import read_rollout, write_policy
+from ding_lite.envs import create_env
+from ding_lite.policy import PPOPolicy
+from ding_lite.worker.collector import SerialCollector
+from ding_lite.worker.collector.comm import AsyncCollector
+
+
+def make(tmp_path, max_pending=4):
+    cfg = get_config("cartpole_ppo")
+    env = create_env("cartpole", 4, seed=0)
+    policy = PPOPolicy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
+    collector = SerialCollector(
+        env,
+        policy.collect_mode,
+        n_steps=16,
+        gamma=0.99,
+        gae_lambda=0.95,
+        adv_estimator=policy.adv_estimator,
+    )
+    return policy, AsyncCollector(
+        collector, policy, name="c0", path_data=tmp_path, max_pending_files=max_pending
+    )
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.timeout(60)
+def test_writes_files_and_pauses_at_backlog(tmp_path):
+    _, collector = make(tmp_path, max_pending=3)
+    collector.start()
+    try:
+        assert wait_for(lambda: len(list((tmp_path / "c0").glob("*.pt"))) >= 3)
+        time.sleep(0.2)
+        assert len(list((tmp_path / "c0").glob("*.pt"))) == 3  # paused: backlog is full
+        out = collector.drain()
+        assert [m["seq"] for m in out["files"]] == [0, 1, 2]
+        assert out["envstep"] >= 3 * 64 and out["policy_version"] == 0
+        content = read_rollout(out["files"][0]["path"])
+        assert content["data"]["obs"].shape == (64, 4)
+        assert wait_for(lambda: len(collector.drain()["files"]) > 0)  # resumed
+    finally:
+        collector.stop()
+    assert not collector.alive
+
+
+@pytest.mark.timeout(60)
+def test_policy_sync_swaps_weights_between_rollouts(tmp_path):
+    policy, collector = make(tmp_path)
+    new_state = {k: torch.zeros_like(v) for k, v in policy.model.state_dict().items()}
+    path = write_policy(tmp_path / "policy", 5, new_state)
+    collector.start()
+    try:
+        collector.sync_policy(str(path), 5, published_at=time.time())
+        assert wait_for(lambda: collector.policy_version == 5)
+        assert all(torch.count_nonzero(p) == 0 for p in policy.model.parameters())
+        assert wait_for(lambda: any(m["policy_version"] == 5 for m in collector.drain()["files"]))
+        collector.sync_policy(str(path), 5)  # same version again: ignored
+        with pytest.raises(ValueError, match="holds policy version 5"):
+            collector.sync_policy(str(path), 6)
+    finally:
+        collector.stop()
+
+
+@pytest.mark.timeout(60)
+def test_failure_in_the_loop_is_reported_by_drain(tmp_path):
+    _, collector = make(tmp_path)
+    collector.collector.collect = lambda: (_ for _ in ()).throw(RuntimeError("env exploded"))
+    collector.start()
+    assert wait_for(lambda: not collector.alive)
+    with pytest.raises(RuntimeError, match="env exploded"):
+        collector.drain()

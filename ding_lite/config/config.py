@@ -19,7 +19,12 @@ from typing import Any
 import yaml
 from easydict import EasyDict
 
-from ding_lite.config.defaults import DEFAULT_CONFIG, FREE_FORM_KEYS, NULLABLE_TYPES
+from ding_lite.config.defaults import (
+    DEFAULT_CONFIG,
+    FREE_FORM_KEYS,
+    MULTI_TYPE_KEYS,
+    NULLABLE_TYPES,
+)
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.registry import suggest
 
@@ -45,6 +50,19 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "learner.keep_ckpts": (lambda v: v >= 1, "at least 1"),
     "max_env_step": (lambda v: v is None or v >= 1, "at least 1"),
     "max_train_iter": (lambda v: v is None or v >= 1, "at least 1"),
+    "system.coordinator_port": (
+        lambda v: v == "auto" or (isinstance(v, int) and 0 <= v < 65536),
+        "'auto' or a port number",
+    ),
+    "system.learners": (lambda v: v >= 1, "at least 1"),
+    "system.collectors": (lambda v: v >= 1, "at least 1"),
+    "system.heartbeat_period": (lambda v: v > 0, "positive"),
+    "system.heartbeat_tolerance": (lambda v: v > 0, "positive"),
+    "system.task_timeout": (lambda v: v > 0, "positive"),
+    "system.http_timeout": (lambda v: v > 0, "positive"),
+    "system.max_body_bytes": (lambda v: v >= 1024, "at least 1024"),
+    "system.max_policy_lag": (lambda v: v >= 0, "0 or more"),
+    "system.keep_policies": (lambda v: v >= 1, "at least 1"),
     "device": (
         lambda v: v in ("cpu", "cuda", "auto") or v.startswith("cuda:"),
         "'cpu', 'cuda', 'cuda:N' or 'auto'",
@@ -123,6 +141,13 @@ def _check_value(dotted: str, value: Any, default: Any) -> Any:
         # YAML 1.1 reads "1e-3" as text; accept numbers written that way.
         parsed = parse_value(value)
         value = parsed if isinstance(parsed, (int, float)) else value
+    if dotted in MULTI_TYPE_KEYS:
+        if not isinstance(value, MULTI_TYPE_KEYS[dotted]) or isinstance(value, bool):
+            raise ConfigError(
+                f"config key '{dotted}' must be {_type_name(MULTI_TYPE_KEYS[dotted])}, "
+                f"got {value!r}"
+            )
+        return value
     if default is None:
         types = NULLABLE_TYPES.get(dotted)
         if value is None or types is None:
@@ -234,6 +259,8 @@ def _coerce_text(dotted: str, raw: str) -> Any:
         if not isinstance(node, Mapping) or part not in node:
             return parse_value(raw)
         node = node[part]
+    if dotted in MULTI_TYPE_KEYS:
+        return parse_value(raw)
     if isinstance(node, str) or (dotted == "exp_dir" and raw.lower() not in ("none", "null")):
         return raw
     return parse_value(raw)

@@ -123,6 +123,35 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # Finished training episodes kept for the running return/length statistics.
         stats_window=100,
     ),
+    system=dict(
+        # Address the coordinator binds (use 0.0.0.0 only on a trusted network).
+        host="127.0.0.1",
+        # Coordinator port; "auto" picks a free one.
+        coordinator_port="auto",
+        # Shared folder for rollout files ("": <exp_dir>/data).
+        path_data="",
+        # Shared folder for published policies ("": <exp_dir>/policy).
+        path_policy="",
+        # Shared secret of every request (None: $DING_LITE_TOKEN; the launcher makes one).
+        token=None,
+        # Learner and collector processes the launcher starts.
+        learners=1,
+        collectors=2,
+        # Seconds between a worker's heartbeats, and of silence before it is dropped.
+        heartbeat_period=1.0,
+        heartbeat_tolerance=10.0,
+        # Seconds a task may take before it counts as failed.
+        task_timeout=120.0,
+        # Seconds one HTTP call may take.
+        http_timeout=10.0,
+        # Largest request body servers accept, in bytes.
+        max_body_bytes=1_048_576,
+        # Rollouts collected by a policy this many versions older than the learner's are
+        # dropped (counted).
+        max_policy_lag=4,
+        # Published policy versions kept in path_policy.
+        keep_policies=3,
+    ),
     evaluator=dict(
         # Evaluate every this many iterations (0: never during training; once at the end).
         eval_freq=5,
@@ -145,6 +174,12 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     "policy.learn.target_kl": (float, int),
     "evaluator.stop_value": (float, int),
     "evaluator.min_train_return": (float, int),
+    "system.token": (str,),
+}
+
+# Keys that take more than one type (dotted key -> tuple of types).
+MULTI_TYPE_KEYS: dict[str, tuple[type, ...]] = {
+    "system.coordinator_port": (str, int),
 }
 
 # Sections whose keys are free-form (not checked against defaults).

@@ -6,24 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
 from easydict import EasyDict
 
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.file_io import atomic_write_json
-
-
-def resolve_device(name: str) -> torch.device:
-    """Turns a config device ("cpu", "cuda", "cuda:N", "auto") into a usable device.
-
-    Raises:
-        ConfigError: CUDA asked for but not available.
-    """
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device '{name}' asked for but CUDA is not available; use --device cpu")
-    return torch.device(name)
 
 
 def choose_exp_dir(cfg: EasyDict, resuming: bool = False) -> Path:

@@ -8,19 +8,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ding_lite.config.config import compile_config, deep_merge_dicts
 from ding_lite.entry.progress import Progress
 from ding_lite.entry.run_dir import (
     choose_exp_dir,
     load_saved_config,
-    resolve_device,
     save_config,
     write_result,
 )
-from ding_lite.envs import create_env
+from ding_lite.envs.from_config import build_env
 from ding_lite.policy import Policy, create_policy
+from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import CheckpointError, ConfigError
 from ding_lite.utils.log import build_tb_logger, get_logger, setup_file_logging
 from ding_lite.utils.rng import set_seed
@@ -28,22 +26,6 @@ from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
 from ding_lite.worker.learner import BaseLearner, latest_checkpoint
 
 EVAL_SEED_OFFSET = 1_000_003
-
-
-def build_env(cfg: Any, num_envs: int, device: Any, seed: int) -> Any:
-    """Creates the configured env, turning a bad name or argument into ``ConfigError``."""
-    kwargs = dict(cfg.env.kwargs)
-    if isinstance(kwargs.get("dtype"), str):
-        # Configs are JSON/YAML: "float64" names torch.float64.
-        dtype = getattr(torch, kwargs["dtype"], None)
-        if not isinstance(dtype, torch.dtype):
-            raise ConfigError(f"env.kwargs.dtype: unknown torch dtype '{kwargs['dtype']}'")
-        kwargs["dtype"] = dtype
-    try:
-        return create_env(cfg.env.name, num_envs, device=device, seed=seed, **kwargs)
-    except (KeyError, ValueError, TypeError, ImportError) as err:
-        message = err.args[0] if err.args else str(err)
-        raise ConfigError(str(message)) from None
 
 
 def serial_pipeline(

@@ -20,7 +20,7 @@ from docs_helpers import DOCS, extract_blocks
 from ding_lite.config import EXPERIMENTS, compile_config, load_experiment
 from ding_lite.config.defaults import DEFAULT_CONFIG, FREE_FORM_KEYS
 from ding_lite.entry.cli import SHORTHANDS
-from ding_lite.entry.serial import build_env
+from ding_lite.envs.from_config import build_env
 from ding_lite.utils.errors import ConfigError
 
 CONFIG_RST = DOCS / "config.rst"

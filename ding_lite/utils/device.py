@@ -1,0 +1,20 @@
+"""Turning a config's device name into a torch device."""
+
+from __future__ import annotations
+
+import torch
+
+from ding_lite.utils.errors import ConfigError
+
+
+def resolve_device(name: str) -> torch.device:
+    """Turns a config device ("cpu", "cuda", "cuda:N", "auto") into a usable device.
+
+    Raises:
+        ConfigError: CUDA asked for but not available.
+    """
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device '{name}' asked for but CUDA is not available; use --device cpu")
+    return torch.device(name)

@@ -322,7 +322,12 @@ class BaseLearner:
 
     @property
     def envstep(self) -> int:
+        """Env steps collected so far (set by ``train(data, envstep)`` or by a comm learner)."""
         return self._envstep
+
+    @envstep.setter
+    def envstep(self, envstep: int) -> None:
+        self._envstep = envstep
 
     @property
     def name(self) -> str:

@@ -28,6 +28,8 @@ class AsyncCollector:
         path_data: the shared data folder.
         max_pending_files: the loop pauses while this many written files wait in the outbox,
             so a stalled learner cannot fill the disk.
+        on_policy: called in the loop thread with the new version right after a swap (e.g.
+            to evaluate it); a dict it returns is reported by ``drain()`` under "evals".
     """
 
     def __init__(
@@ -38,6 +40,7 @@ class AsyncCollector:
         name: str,
         path_data: str | Path,
         max_pending_files: int = 16,
+        on_policy: Any = None,
     ) -> None:
         self.collector = collector
         self.policy = policy
@@ -51,6 +54,8 @@ class AsyncCollector:
         self._returns: list[float] = []
         self._pending_policy: tuple[int, dict[str, Any], float] | None = None
         self._sync_latency: list[float] = []
+        self._evals: list[dict[str, Any]] = []
+        self._on_policy = on_policy
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -94,7 +99,7 @@ class AsyncCollector:
 
         Returns:
             ``{"files": [metadata...], "episode_returns": [...], "envstep", "policy_version",
-            "sync_latency_s": [...]}``.
+            "sync_latency_s": [...], "evals": [...]}``.
 
         Raises:
             The exception that stopped the collection thread, if any.
@@ -107,13 +112,21 @@ class AsyncCollector:
             files, self._outbox = self._outbox, []
             returns, self._returns = self._returns, []
             latency, self._sync_latency = self._sync_latency, []
+            evals, self._evals = self._evals, []
             return {
                 "files": files,
                 "episode_returns": returns,
                 "envstep": self.collector.envstep,
                 "policy_version": self.policy_version,
                 "sync_latency_s": latency,
+                "evals": evals,
             }
+
+    def apply_pending_policy(self) -> None:
+        """Swaps in a policy that arrived after the loop's last rollout (call after stop())."""
+        if self.alive:
+            raise RuntimeError("apply_pending_policy() is for a stopped collector")
+        self._swap_policy()
 
     @property
     def alive(self) -> bool:
@@ -129,6 +142,11 @@ class AsyncCollector:
         self.policy_version = version
         with self._lock:
             self._sync_latency.append(max(time.time() - published_at, 0.0))
+        if self._on_policy is not None:
+            report = self._on_policy(version)
+            if report is not None:
+                with self._lock:
+                    self._evals.append(report)
 
     def _run(self) -> None:
         try:

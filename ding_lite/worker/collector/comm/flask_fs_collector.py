@@ -1,0 +1,172 @@
+"""FlaskFileSystemCollector: a collector worker driven by coordinator tasks.
+
+On ``collector_start_task`` it builds its env (on its device), the policy and an
+:class:`AsyncCollector` that keeps stepping; ``collector_data_task`` hands over the metadata
+of the files written since the last call, ``collector_policy_sync_task`` swaps in new weights
+between rollouts, ``collector_close_task`` stops. A collector with ``evaluate=True`` also
+evaluates every ``evaluator.eval_freq``-th policy version it receives.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from ding_lite.config.config import compile_config
+from ding_lite.envs.from_config import build_env
+from ding_lite.policy import create_policy
+from ding_lite.utils.device import resolve_device
+from ding_lite.utils.errors import DingLiteError
+from ding_lite.utils.log import get_logger
+from ding_lite.worker.collector.comm.async_collector import AsyncCollector
+from ding_lite.worker.collector.evaluator import Evaluator
+from ding_lite.worker.collector.serial_collector import SerialCollector
+
+EVAL_SEED_OFFSET = 1_000_003
+TaskHandler = Any
+
+
+class FlaskFileSystemCollector:
+    """A collector worker: tasks in, rollout files out.
+
+    Args:
+        worker_id: this collector's id (its files go to ``<path_data>/<worker_id>/``).
+        device: overrides the config's device for this worker ("cpu", "cuda", ...).
+        slave_factory: builds the transport from ``(handlers)``; None serves nothing.
+    """
+
+    def __init__(
+        self, *, worker_id: str = "collector0", device: str | None = None, slave_factory=None
+    ) -> None:
+        self.worker_id = worker_id
+        self._device_override = device
+        self._slave = slave_factory(self.handlers) if slave_factory is not None else None
+        self._logger = get_logger(f"collector.{worker_id}")
+        self._async: AsyncCollector | None = None
+        self._evaluated_bucket = 0
+        self._recent_returns: deque[float] = deque(maxlen=100)
+
+    @property
+    def handlers(self) -> dict[str, TaskHandler]:
+        return {
+            "collector_start_task": self.start_task,
+            "collector_data_task": self.data_task,
+            "collector_policy_sync_task": self.policy_sync_task,
+            "collector_close_task": self.close_task,
+        }
+
+    def start(self) -> None:
+        if self._slave is not None:
+            self._slave.start()
+
+    def close(self) -> None:
+        if self._async is not None:
+            self._async.stop()
+        if self._slave is not None:
+            self._slave.stop()
+
+    def start_task(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Builds env, policy and loop; loads the given policy version; starts collecting.
+
+        ``data``: ``{"config": dict, "seed": int, "evaluate": bool, "policy_path": str,
+        "policy_version": int}``.
+        """
+        if self._async is not None:
+            raise DingLiteError("collector already started")
+        cfg = compile_config(data["config"])
+        if self._device_override:
+            cfg.device = self._device_override
+        self.cfg = cfg
+        device = resolve_device(cfg.device)
+        seed = int(data["seed"])
+        env = build_env(cfg, cfg.env.num_envs, device, seed)
+        policy = create_policy(
+            cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space, device=device
+        )
+        collect = cfg.policy.collect
+        collector = SerialCollector(
+            env,
+            policy.collect_mode,
+            n_steps=collect.n_steps,
+            gamma=collect.gamma,
+            gae_lambda=collect.gae_lambda,
+            adv_estimator=policy.adv_estimator,
+            seed=seed,
+            stats_window=cfg.collector.stats_window,
+        )
+        on_policy = None
+        if data.get("evaluate"):
+            eval_seed = cfg.seed + EVAL_SEED_OFFSET
+            eval_env = build_env(cfg, cfg.evaluator.n_episodes, device, eval_seed)
+            self._evaluator = Evaluator(
+                eval_env, policy.eval_mode, stop_value=cfg.evaluator.stop_value, seed=eval_seed
+            )
+            on_policy = self._maybe_evaluate
+        path_data = Path(cfg.system.path_data or Path(cfg.exp_dir) / "data")
+        self._async = AsyncCollector(
+            collector, policy, name=self.worker_id, path_data=path_data, on_policy=on_policy
+        )
+        if data.get("policy_path"):
+            self._async.sync_policy(data["policy_path"], int(data["policy_version"]))
+        self._async.start()
+        return {"device": str(device), "num_envs": cfg.env.num_envs}
+
+    def data_task(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Metadata of the rollout files written since the last call, plus episode stats."""
+        out = self._require_async().drain()
+        self._recent_returns.extend(out["episode_returns"])
+        return out
+
+    def policy_sync_task(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data``: ``{"path", "version", "published_at"}``; used from the next rollout on."""
+        self._require_async().sync_policy(
+            data["path"], int(data["version"]), data.get("published_at")
+        )
+        return {"accepted_version": int(data["version"])}
+
+    def close_task(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Stops collecting; returns what was not yet handed over.
+
+        With ``data["final_eval"]`` an evaluating collector also evaluates the newest policy
+        it received, so a run always ends with an evaluation of its final policy.
+        """
+        if self._async is None:
+            return {"files": [], "evals": []}
+        self._async.stop()
+        self._async.apply_pending_policy()
+        out = self._async.drain()
+        if data.get("final_eval") and hasattr(self, "_evaluator"):
+            version = self._async.policy_version
+            if not any(e["policy_version"] == version for e in out["evals"]):
+                out["evals"].append(self._evaluate(version))
+        return out
+
+    def _maybe_evaluate(self, version: int) -> dict[str, Any] | None:
+        """Evaluates when ``version`` crosses a multiple of ``eval_freq`` (versions may be
+        skipped when several arrive during one rollout)."""
+        ev = self.cfg.evaluator
+        if not ev.eval_freq or version // ev.eval_freq <= self._evaluated_bucket:
+            return None
+        recent = list(self._async.collector.recent_returns)[-20:]
+        if ev.min_train_return is not None and (
+            not recent or sum(recent) / len(recent) < ev.min_train_return
+        ):
+            return None
+        self._evaluated_bucket = version // ev.eval_freq
+        return self._evaluate(version)
+
+    def _evaluate(self, version: int) -> dict[str, Any]:
+        result = self._evaluator.eval()
+        return {
+            "policy_version": version,
+            "return_mean": result.return_mean,
+            "return_std": result.return_std,
+            "n_episodes": result.n_episodes,
+            "solved": result.solved,
+        }
+
+    def _require_async(self) -> AsyncCollector:
+        if self._async is None:
+            raise DingLiteError("collector not started: send collector_start_task first")
+        return self._async

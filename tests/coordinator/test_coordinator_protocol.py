@@ -1,0 +1,148 @@
+"""The task protocol end to end, in one process: handlers are called directly."""
+
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from ding_lite.config import compile_config
+from ding_lite.coordinator import Coordinator
+from ding_lite.data import policy_versions
+from ding_lite.worker.collector.comm import FlaskFileSystemCollector
+from ding_lite.worker.learner.comm import FlaskFileSystemLearner
+
+
+@dataclass
+class Outcome:
+    success: bool
+    result: dict | None
+    error: str | None
+
+
+class LocalTransport:
+    """Calls worker handlers in-process; ``lost`` workers vanish from the registry."""
+
+    def __init__(self, workers):
+        self.workers = workers  # id -> (role, worker)
+        self.lost = set()
+        self.calls = []
+
+    def worker_ids(self, role):
+        return [w for w, (r, _) in self.workers.items() if r == role and w not in self.lost]
+
+    def send_task(self, worker_id, name, data, timeout):
+        self.calls.append((worker_id, name))
+        try:
+            return Outcome(True, self.workers[worker_id][1].handlers[name](data), None)
+        except Exception as err:  # the transport reports failures, like the HTTP one
+            return Outcome(False, None, f"{type(err).__name__}: {err}")
+
+
+def tiny_cfg(tmp_path, **over):
+    overrides = [
+        "env.num_envs=4",
+        "policy.collect.n_steps=16",
+        "policy.learn.batch_size=32",
+        "policy.learn.n_epochs=1",
+        "evaluator.n_episodes=2",
+        "evaluator.eval_freq=2",
+        "evaluator.stop_value=none",
+        "evaluator.min_train_return=none",
+        *[f"{k}={v}" for k, v in over.items()],
+    ]
+    return compile_config("cartpole_ppo", overrides, exp_dir=str(tmp_path), max_train_iter=6)
+
+
+def make_workers(n_collectors=2):
+    workers = {"learner0": ("learner", FlaskFileSystemLearner(worker_id="learner0"))}
+    for i in range(n_collectors):
+        cid = f"collector{i}"
+        workers[cid] = ("collector", FlaskFileSystemCollector(worker_id=cid))
+    return workers
+
+
+@pytest.mark.timeout(120)
+def test_protocol_runs_to_the_iteration_limit_and_cleans_up(tmp_path):
+    workers = make_workers(2)
+    transport = LocalTransport(workers)
+    statuses = []
+    status = Coordinator(tiny_cfg(tmp_path), transport, on_status=statuses.append).run(10)
+    assert status.train_iter == 6 and status.done and status.stop_reason == "limit reached"
+    assert status.policy_version == 6 and status.failed_tasks == 0
+    assert status.envstep >= 6 * 64
+    assert status.eval_return is not None  # the first collector evaluated v2, v4, v6
+    assert sorted(policy_versions(tmp_path / "policy")) == [4, 5, 6]  # keep_policies=3
+    assert not list((tmp_path / "data").rglob("*.pt"))  # every rollout file consumed/deleted
+    assert (tmp_path / "ckpt").is_dir()  # the learner saved its checkpoint at the end
+    names = [n for _, n in transport.calls]
+    assert names[0] == "learner_start_task" and names.count("learner_learn_task") == 6
+    assert names.count("collector_policy_sync_task") == 12  # 6 versions x 2 collectors
+    assert names[-1] == "learner_close_task"
+    for _, worker in workers.values():
+        worker.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_lost_collector_is_dropped_and_the_run_goes_on(tmp_path):
+    workers = make_workers(2)
+    transport = LocalTransport(workers)
+
+    mark = {}
+
+    def lose_one(status):
+        if status.train_iter == 2:
+            transport.lost.add("collector1")
+            workers["collector1"][1].close()
+            mark["calls"] = len(transport.calls)
+
+    status = Coordinator(tiny_cfg(tmp_path), transport, on_status=lose_one).run(10)
+    assert status.train_iter == 6 and status.collectors_alive == 1
+    assert all(worker != "collector1" for worker, _ in transport.calls[mark["calls"] :])
+    for _, worker in workers.values():
+        worker.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_failing_task_is_reported_and_the_run_carries_on(tmp_path):
+    workers = make_workers(1)
+    collector = workers["collector0"][1]
+    real = collector.data_task
+    calls = {"n": 0}
+
+    def flaky(data):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError("disk hiccup")
+        return real(data)
+
+    transport = LocalTransport(workers)
+    original = transport.send_task
+
+    def send(worker_id, name, data, timeout):
+        if name == "collector_data_task":
+            try:
+                return Outcome(True, flaky(data), None)
+            except Exception as err:
+                return Outcome(False, None, f"{type(err).__name__}: {err}")
+        return original(worker_id, name, data, timeout)
+
+    transport.send_task = send
+    start = time.monotonic()
+    status = Coordinator(tiny_cfg(tmp_path), transport).run(10)
+    assert status.failed_tasks == 1 and status.train_iter == 6
+    assert time.monotonic() - start < 60
+    for _, worker in workers.values():
+        worker.close()
+
+
+@pytest.mark.timeout(60)
+def test_stale_rollouts_are_dropped_and_counted(tmp_path):
+    workers = make_workers(1)
+    transport = LocalTransport(workers)
+    cfg = tiny_cfg(tmp_path, **{"system.max_policy_lag": 0})
+    status = Coordinator(cfg, transport).run(10)
+    # with lag 0 only rollouts of the current version are trained on; older ones are dropped
+    assert status.train_iter == 6 and status.dropped >= 1
+    assert not list((tmp_path / "data").rglob("*.pt"))
+    for _, worker in workers.values():
+        worker.close()

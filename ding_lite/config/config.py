@@ -28,7 +28,13 @@ from ding_lite.config.defaults import (
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.registry import suggest
 
-EXPERIMENTS = ("cartpole_ppo", "pendulum_ppo", "gym_ppo")
+EXPERIMENTS = (
+    "cartpole_ppo",
+    "pendulum_ppo",
+    "gym_ppo",
+    "cartpole_ppo_parallel",
+    "pendulum_ppo_parallel",
+)
 
 # Value checks beyond the type: dotted key -> (predicate, what the value must be).
 _CONSTRAINTS: dict[str, tuple[Any, str]] = {

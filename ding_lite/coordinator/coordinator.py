@@ -77,6 +77,8 @@ class Coordinator:
         self._started: dict[str, int] = {}  # collector id -> seed index
         self._envsteps: dict[str, int] = {}
         self._stop_requested: str | None = None
+        #: Seconds each close task may take; the launcher shortens it on Ctrl-C.
+        self.close_timeout = cfg.system.task_timeout
 
     def request_stop(self, reason: str) -> None:
         """Ends the run after the current step (thread-safe enough: one assignment)."""
@@ -94,21 +96,28 @@ class Coordinator:
         self._policy = (start["policy_path"], int(start["policy_version"]), start["published_at"])
         self.status.policy_version = int(start["policy_version"])
         try:
-            while not self._finished(learner):
-                self._start_new_collectors()
-                self._poll_collectors()
-                if self.status.solved:
-                    self.status.stop_reason = "solved"
-                    break
-                if sum(m["size"] for m in self._buffer) >= self.batch_size:
-                    self._learn(learner)
-                    if self.on_status is not None:
-                        self.on_status(self.status)
-                else:
-                    time.sleep(0.002)
+            self._loop(learner)
+        except KeyboardInterrupt:
+            self.status.stop_reason = "interrupted"
+            self.close_timeout = min(self.close_timeout, 5.0)
+            raise
         finally:
             self._close(learner)
         return self.status
+
+    def _loop(self, learner: str) -> None:
+        while not self._finished(learner):
+            self._start_new_collectors()
+            self._poll_collectors()
+            if self.status.solved:
+                self.status.stop_reason = "solved"
+                break
+            if sum(m["size"] for m in self._buffer) >= self.batch_size:
+                self._learn(learner)
+                if self.on_status is not None:
+                    self.on_status(self.status)
+            else:
+                time.sleep(0.002)
 
     # --- steps ---------------------------------------------------------------------------
     def _finished(self, learner: str) -> bool:
@@ -220,7 +229,7 @@ class Coordinator:
                 self._task(cid, "collector_policy_sync_task", data, self.cfg.system.http_timeout)
 
     def _close(self, learner: str) -> None:
-        timeout = self.cfg.system.task_timeout
+        timeout = self.close_timeout
         evaluators = getattr(self, "_evaluators", set())
         for cid in self.transport.worker_ids("collector"):
             if cid in self._started:

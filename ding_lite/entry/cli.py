@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -31,7 +32,8 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
         "-c",
         "--config",
         required=False,
-        help="bundled experiment (cartpole_ppo, pendulum_ppo, gym_ppo) or a .py/.yaml file",
+        help="bundled experiment (e.g. cartpole_ppo, pendulum_ppo, gym_ppo, "
+        "cartpole_ppo_parallel) or a .py/.yaml file",
     )
     parser.add_argument("--seed", type=int, help="random seed (config key seed)")
     parser.add_argument("--exp-dir", help="where the run writes (default ./<exp_name>)")
@@ -54,11 +56,35 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="ding-lite", description="Hook-driven PPO training: serial in one process."
+        prog="ding-lite", description="Hook-driven PPO training, serial or parallel."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serial = sub.add_parser("serial", help="train in one process")
     _add_run_args(serial)
+    parallel = sub.add_parser(
+        "parallel", help="train with a coordinator, learner and collector processes"
+    )
+    _add_run_args(parallel)
+    parallel.add_argument("--collectors", type=int, help="collector processes (default 2)")
+    parallel.add_argument("--learners", type=int, help="learner processes (default 1)")
+    coordinator = sub.add_parser("coordinator", help="serve the coordinator for remote workers")
+    _add_run_args(coordinator)
+    coordinator.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    coordinator.add_argument("--port", type=int, help="port to bind (default: a free one)")
+    for role in ("learner", "collector"):
+        worker = sub.add_parser(role, help=f"run one {role} for a running coordinator")
+        worker.add_argument("--coordinator", required=True, metavar="HOST:PORT")
+        worker.add_argument(
+            "-c",
+            "--config",
+            help="accepted for symmetry; the coordinator sends the run's config",
+        )
+        worker.add_argument("--worker-id", default=f"{role}-{os.getpid()}")
+        worker.add_argument("--device", help="cpu, cuda, cuda:N or auto (overrides the config)")
+        worker.add_argument("--host", default="127.0.0.1", help="address this worker binds")
+        worker.add_argument("--advertise", help="HOST:PORT the coordinator should call back")
+        worker.add_argument("--heartbeat-period", type=float, default=1.0)
+        worker.add_argument("-q", "--quiet", action="store_true")
     return parser
 
 
@@ -101,6 +127,65 @@ def _serial(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parallel(args: argparse.Namespace) -> int:
+    from ding_lite.entry.parallel import parallel_pipeline
+
+    if not args.config:
+        raise DingLiteError("parallel needs -c EXPERIMENT_OR_FILE")
+    if args.resume:
+        raise DingLiteError("parallel does not support --resume yet")
+    result = parallel_pipeline(
+        args.config,
+        seed=args.seed,
+        overrides=_overrides(args),
+        exp_dir=args.exp_dir,
+        device=args.device,
+        learners=args.learners,
+        collectors=args.collectors,
+        max_train_iter=args.max_train_iter,
+        progress=not args.quiet,
+    )
+    if args.quiet:
+        print(f"run dir: {result['exp_dir']}")
+    return 0 if result["stop_reason"] not in ("interrupted", "learner lost") else 1
+
+
+def _coordinator(args: argparse.Namespace) -> int:
+    from ding_lite.entry.parallel import compile_parallel_config, run_coordinator
+
+    if not args.config:
+        raise DingLiteError("coordinator needs -c EXPERIMENT_OR_FILE")
+    extra = _overrides(args)
+    if args.host:
+        extra.append(f"system.host={args.host}")
+    if args.port is not None:
+        extra.append(f"system.coordinator_port={args.port}")
+    cfg = compile_parallel_config(
+        args.config,
+        seed=args.seed,
+        overrides=extra,
+        exp_dir=args.exp_dir,
+        device=args.device,
+        max_train_iter=args.max_train_iter,
+    )
+    result = run_coordinator(cfg, progress=not args.quiet)
+    return 0 if result["stop_reason"] not in ("interrupted", "learner lost") else 1
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from ding_lite.entry.parallel import run_worker
+
+    return run_worker(
+        args.command,
+        coordinator=args.coordinator,
+        worker_id=args.worker_id,
+        device=args.device,
+        host=args.host,
+        advertise=args.advertise,
+        heartbeat_period=args.heartbeat_period,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -108,7 +193,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return {"serial": _serial}[args.command](args)
+        commands = {
+            "serial": _serial,
+            "parallel": _parallel,
+            "coordinator": _coordinator,
+            "learner": _worker,
+            "collector": _worker,
+        }
+        return commands[args.command](args)
     except DingLiteError as err:
         print(f"ding-lite: error: {err}", file=sys.stderr)
         return 2

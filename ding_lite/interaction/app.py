@@ -13,8 +13,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
+from flask import Flask, Response, current_app, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from ding_lite.interaction.auth import check_bearer
 from ding_lite.interaction.envelope import ApiError, Code, error_body, success_body
@@ -106,8 +106,9 @@ def make_app(name: str, token: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     Args:
         name: app name, also used for the logger ``ding_lite.interaction.<name>``.
         token: the shared token every request must carry as ``Authorization: Bearer <token>``.
-        max_body_bytes: larger bodies get 413 (by Content-Length up front, and by Flask's
-            ``MAX_CONTENT_LENGTH`` while reading a body sent without one).
+        max_body_bytes: larger bodies get 413: by Content-Length before anything is read,
+            and through Flask's ``MAX_CONTENT_LENGTH`` for a chunked body (which must stay
+            below the limit).
 
     Returns:
         The Flask app.
@@ -174,7 +175,12 @@ def json_route(app: Flask, rule: str, schema: Schema) -> Callable[[RouteHandler]
                     Code.BAD_REQUEST,
                     f"Content-Type must be application/json, got '{request.mimetype or 'none'}'",
                 )
-            body = parse_json_object(request.get_data(cache=False))
+            raw = request.get_data(cache=False)
+            limit = current_app.config["MAX_CONTENT_LENGTH"]
+            if request.content_length is None and len(raw) >= limit:
+                # A chunked body is cut at the limit by werkzeug, silently: refuse it whole.
+                raise RequestEntityTooLarge()
+            body = parse_json_object(raw)
             validate_body(body, schema)
             data = handler(body)
             try:

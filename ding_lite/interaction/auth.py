@@ -36,10 +36,8 @@ def resolve_token(configured: str | None) -> str:
             "to the same secret on the coordinator and every worker (make one with "
             "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
         )
-    if not token.isascii() or not token.isprintable() or token != token.strip():
-        raise ConfigError(
-            "the interaction token must be printable ASCII without surrounding spaces"
-        )
+    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token):
+        raise ConfigError("the interaction token must be printable ASCII without spaces")
     return token
 
 
@@ -58,7 +56,8 @@ def check_bearer(header: str | None, token: str) -> bool:
         header: the raw header value, or None when the request had none.
         token: the expected token.
     """
-    if not header or not header.startswith(BEARER_PREFIX):
+    # The scheme name is case-insensitive (RFC 7235); the token is not.
+    if not header or header[: len(BEARER_PREFIX)].lower() != BEARER_PREFIX.lower():
         return False
     offered = header[len(BEARER_PREFIX) :].strip()
     return hmac.compare_digest(offered.encode("utf-8"), token.encode("utf-8"))

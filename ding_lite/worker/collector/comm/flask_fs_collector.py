@@ -9,6 +9,7 @@ evaluates every ``evaluator.eval_freq``-th policy version it receives.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,8 @@ class FlaskFileSystemCollector:
         self._logger = get_logger(f"collector.{worker_id}")
         self._async: AsyncCollector | None = None
         self._evaluated_bucket = 0
+        #: Set once the coordinator closed this worker (its process may exit).
+        self.closed = threading.Event()
         self._recent_returns: deque[float] = deque(maxlen=100)
 
     @property
@@ -131,6 +134,7 @@ class FlaskFileSystemCollector:
         With ``data["final_eval"]`` an evaluating collector also evaluates the newest policy
         it received, so a run always ends with an evaluation of its final policy.
         """
+        self.closed.set()
         if self._async is None:
             return {"files": [], "evals": []}
         self._async.stop()

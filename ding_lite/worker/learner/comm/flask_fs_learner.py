@@ -70,6 +70,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._info_queue: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._error: BaseException | None = None
+        #: Set once the coordinator closed this worker (its process may exit).
+        self.closed = threading.Event()
 
     @property
     def handlers(self) -> dict[str, TaskHandler]:
@@ -194,6 +196,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             Path(meta["path"]).unlink(missing_ok=True)
         self._stop_learner(timeout=self.cfg.system.task_timeout if self._learner else 5.0)
         learner = self._learner
+        self.closed.set()
         return {"iteration": learner.last_iter if learner else 0}
 
     # --- the learner thread -------------------------------------------------------------
@@ -246,7 +249,13 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "published_at": time.time(),
             "done": bool(done),
             "dropped": dropped,
-            "scalars": {k: float(v) for k, v in learner.learn_info.items()} if trained else {},
+            # JSON has no NaN: a non-finite scalar (e.g. explained variance of a constant
+            # target) goes out as null.
+            "scalars": {
+                k: (float(v) if math.isfinite(v) else None) for k, v in learner.learn_info.items()
+            }
+            if trained
+            else {},
         }
 
     def _wait_info(self, timeout: float) -> dict[str, Any]:

@@ -1,0 +1,10 @@
+"""cartpole_ppo for the parallel pipeline: 1 learner, 2 collectors; solved at 475."""
+
+from ding_lite.config.experiments.cartpole_ppo import config as _serial
+
+config = dict(
+    _serial,
+    exp_name="cartpole_ppo_parallel",
+    env=dict(name="cartpole", num_envs=16),
+    system=dict(learners=1, collectors=2, max_policy_lag=2),
+)

@@ -1,0 +1,10 @@
+"""pendulum_ppo for the parallel pipeline: 1 learner, 2 collectors; target -200."""
+
+from ding_lite.config.experiments.pendulum_ppo import config as _serial
+
+config = dict(
+    _serial,
+    exp_name="pendulum_ppo_parallel",
+    env=dict(name="pendulum", num_envs=32),
+    system=dict(learners=1, collectors=2, max_policy_lag=2),
+)

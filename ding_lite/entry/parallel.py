@@ -1,0 +1,379 @@
+"""The parallel pipeline: a coordinator in this process, learners and collectors as children.
+
+``parallel_pipeline`` (``ding-lite parallel``) starts everything on one machine. The per-role
+runners (``ding-lite coordinator|learner|collector``) start one role each, for runs that
+span machines sharing a filesystem.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ding_lite.config.config import compile_config
+from ding_lite.coordinator import Coordinator, RunStatus
+from ding_lite.entry.run_dir import choose_exp_dir, save_config, write_result
+from ding_lite.interaction import Master, Slave, generate_token, resolve_token
+from ding_lite.utils.errors import ConfigError
+from ding_lite.utils.log import get_logger, setup_file_logging
+from ding_lite.worker.collector.comm import FlaskFileSystemCollector
+from ding_lite.worker.learner.comm import FlaskFileSystemLearner
+
+CHILD_STOP_S = 8.0  # children get this long to exit before they are killed
+
+
+def compile_parallel_config(
+    cfg: str | Mapping,
+    *,
+    seed: int | None = None,
+    overrides: Iterable[str] | Mapping = (),
+    exp_dir: str | None = None,
+    device: str | None = None,
+    learners: int | None = None,
+    collectors: int | None = None,
+    max_env_step: int | None = None,
+    max_train_iter: int | None = None,
+) -> Any:
+    """Resolves a parallel run's config; the run dir and shared folders become absolute."""
+    extra = list(overrides) if not isinstance(overrides, Mapping) else []
+    if learners is not None:
+        extra.append(f"system.learners={learners}")
+    if collectors is not None:
+        extra.append(f"system.collectors={collectors}")
+    cfg = compile_config(
+        cfg,
+        overrides if isinstance(overrides, Mapping) else extra,
+        seed=seed,
+        exp_dir=exp_dir,
+        device=device,
+        max_env_step=max_env_step,
+        max_train_iter=max_train_iter,
+    )
+    if cfg.system.learners != 1:
+        raise ConfigError("system.learners: only 1 learner is supported for now")
+    run_dir = choose_exp_dir(cfg).resolve()
+    cfg.exp_dir = str(run_dir)
+    cfg.system.path_data = str(Path(cfg.system.path_data or run_dir / "data").resolve())
+    cfg.system.path_policy = str(Path(cfg.system.path_policy or run_dir / "policy").resolve())
+    return cfg
+
+
+def parallel_pipeline(
+    cfg: str | Mapping,
+    seed: int | None = None,
+    *,
+    overrides: Iterable[str] | Mapping = (),
+    exp_dir: str | None = None,
+    device: str | None = None,
+    learners: int | None = None,
+    collectors: int | None = None,
+    max_env_step: int | None = None,
+    max_train_iter: int | None = None,
+    progress: bool = False,
+    status_interval: float = 5.0,
+) -> dict[str, Any]:
+    """Trains with a coordinator, learner and collector processes on this machine.
+
+    Args:
+        cfg: a bundled experiment name (``"cartpole_ppo_parallel"``), a config file or dict.
+        seed, overrides, exp_dir, device, max_env_step, max_train_iter: as for
+            :func:`serial_pipeline`.
+        learners, collectors: worker processes (``system.learners`` / ``system.collectors``).
+        progress: print where logs go and a status line every ``status_interval`` seconds.
+
+    Returns:
+        The figures written to ``result.json``.
+    """
+    cfg = compile_parallel_config(
+        cfg,
+        seed=seed,
+        overrides=overrides,
+        exp_dir=exp_dir,
+        device=device,
+        learners=learners,
+        collectors=collectors,
+        max_env_step=max_env_step,
+        max_train_iter=max_train_iter,
+    )
+    run_dir = Path(cfg.exp_dir)
+    token = cfg.system.token or generate_token()
+    save_config(cfg, run_dir)
+    log_dir = run_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    handler = setup_file_logging(log_dir / "coordinator.log")
+    say = print if progress else (lambda *a, **k: None)
+    start = time.perf_counter()
+    master = Master(
+        token=token,
+        host=cfg.system.host,
+        port=_port(cfg.system.coordinator_port),
+        heartbeat_tolerance=cfg.system.heartbeat_tolerance,
+        task_timeout=cfg.system.task_timeout,
+        max_body_bytes=cfg.system.max_body_bytes,
+    ).start()
+    children: list[subprocess.Popen] = []
+    status = RunStatus()
+    try:
+        say(f"coordinator at {master.address}; logs in {log_dir}")
+        roles = ["learner"] * cfg.system.learners + ["collector"] * cfg.system.collectors
+        counts: dict[str, int] = {}
+        for role in roles:
+            worker_id = f"{role}{counts.setdefault(role, 0)}"
+            counts[role] += 1
+            children.append(_spawn(role, worker_id, master.address, token, cfg, log_dir))
+        printer = _StatusPrinter(say, status_interval, master, start)
+        coordinator = Coordinator(cfg, _Transport(master, children), on_status=printer)
+        previous = _sigterm_as_interrupt()
+        try:
+            status = coordinator.run(wait_workers=120.0)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    finally:
+        _stop_children(children)
+        master.stop()
+        _clean_data(Path(cfg.system.path_data))
+        get_logger().removeHandler(handler)
+        handler.close()
+    wall = time.perf_counter() - start
+    result = _result(cfg, status, wall)
+    write_result(result, run_dir)
+    say(_summary(result))
+    return result
+
+
+def _port(value: Any) -> int:
+    return 0 if value == "auto" else int(value)
+
+
+class _Transport:
+    """The Master, seen by the coordinator; a worker whose process died counts as gone."""
+
+    def __init__(self, master: Master, children: list[subprocess.Popen]) -> None:
+        self.master = master
+        self.children = children
+
+    def worker_ids(self, role: str) -> list[str]:
+        return self.master.worker_ids(role)
+
+    def send_task(self, worker_id: str, name: str, data: dict, timeout: float):
+        return self.master.send_task(worker_id, name, data, timeout=timeout)
+
+
+class _StatusPrinter:
+    """Prints one status line every ``interval`` seconds."""
+
+    def __init__(self, say: Any, interval: float, master: Master, start: float) -> None:
+        self.say, self.interval, self.master, self.start = say, interval, master, start
+        self._last = start
+
+    def __call__(self, status: RunStatus) -> None:
+        now = time.perf_counter()
+        if now - self._last < self.interval:
+            return
+        self._last = now
+        elapsed = now - self.start
+        alive = len(self.master.worker_ids())
+        eval_text = "-" if status.eval_return is None else f"{status.eval_return:.1f}"
+        self.say(
+            f"envstep={status.envstep} SPS={status.envstep / elapsed:,.0f} "
+            f"iter={status.train_iter} policy=v{status.policy_version} "
+            f"lag={status.policy_lag:.2f} eval_return={eval_text} workers_alive={alive} "
+            f"elapsed={elapsed:.1f}s",
+            flush=True,
+        )
+
+
+def _spawn(
+    role: str, worker_id: str, address: str, token: str, cfg: Any, log_dir: Path
+) -> subprocess.Popen:
+    env = dict(os.environ, DING_LITE_TOKEN=token, OMP_NUM_THREADS="1")
+    cmd = [
+        sys.executable,
+        "-m",
+        "ding_lite",
+        role,
+        "--coordinator",
+        address,
+        "--worker-id",
+        worker_id,
+        "--heartbeat-period",
+        str(cfg.system.heartbeat_period),
+    ]
+    log = open(log_dir / f"{worker_id}.log", "ab")  # noqa: SIM115 (the child owns it)
+    try:
+        # A session of its own: a Ctrl-C in the terminal reaches the launcher only, which
+        # then closes the workers in order.
+        return subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    finally:
+        log.close()
+
+
+def _stop_children(children: list[subprocess.Popen]) -> None:
+    """Waits for closed workers to exit, then SIGTERM, then SIGKILL; all within ~10 s."""
+    deadline = time.monotonic() + CHILD_STOP_S / 2
+    for child in children:
+        _wait(child, deadline)
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+    deadline = time.monotonic() + CHILD_STOP_S / 2
+    for child in children:
+        _wait(child, deadline)
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=2.0)
+
+
+def _wait(child: subprocess.Popen, deadline: float) -> None:
+    try:
+        child.wait(timeout=max(deadline - time.monotonic(), 0.0))
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _sigterm_as_interrupt() -> Any:
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        return signal.signal(signal.SIGTERM, handler)
+    return signal.getsignal(signal.SIGTERM)
+
+
+def _clean_data(path_data: Path) -> None:
+    """Removes rollout files nobody will read (e.g. written by a collector that died)."""
+    if not path_data.is_dir():
+        return
+    for leftover in path_data.rglob("*.pt"):
+        leftover.unlink(missing_ok=True)
+    for folder in sorted(path_data.glob("*"), reverse=True):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
+
+
+def _result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
+    returns = status.episode_returns[-20:]
+    return {
+        "exp_name": cfg.exp_name,
+        "exp_dir": cfg.exp_dir,
+        "env": cfg.env.name,
+        "seed": cfg.seed,
+        "solved": status.solved,
+        "stop_reason": status.stop_reason,
+        "stop_value": cfg.evaluator.stop_value,
+        "eval_return_mean": status.eval_return,
+        "train_return_mean": statistics.fmean(returns) if returns else None,
+        "envstep": status.envstep,
+        "train_iter": status.train_iter,
+        "policy_version": status.policy_version,
+        "dropped": status.dropped,
+        "failed_tasks": status.failed_tasks,
+        "wall_s": round(wall, 3),
+        "sps": round(status.envstep / max(wall, 1e-9), 1),
+        "policy_sync_p50_s": _percentile(status.sync_latency_s, 0.5),
+        "policy_sync_p99_s": _percentile(status.sync_latency_s, 0.99),
+        "collectors": cfg.system.collectors,
+        "learners": cfg.system.learners,
+    }
+
+
+def _summary(result: dict[str, Any]) -> str:
+    state = "solved" if result["solved"] else f"not solved ({result['stop_reason']})"
+    ev = result["eval_return_mean"]
+    return (
+        f"{state}: eval return {'-' if ev is None else f'{ev:.2f}'}, {result['envstep']} env "
+        f"steps, {result['train_iter']} iterations, {result['wall_s']:.1f} s "
+        f"({result['sps']:,.0f} SPS)"
+    )
+
+
+# --- per-role runners (one machine each) -----------------------------------------------
+def run_coordinator(cfg: Any, progress: bool = True) -> dict[str, Any]:
+    """Serves the coordinator and runs the protocol with workers that register themselves."""
+    token = resolve_token(cfg.system.token)
+    run_dir = Path(cfg.exp_dir)
+    save_config(cfg, run_dir)
+    say = print if progress else (lambda *a, **k: None)
+    start = time.perf_counter()
+    master = Master(
+        token=token,
+        host=cfg.system.host,
+        port=_port(cfg.system.coordinator_port),
+        heartbeat_tolerance=cfg.system.heartbeat_tolerance,
+        task_timeout=cfg.system.task_timeout,
+        max_body_bytes=cfg.system.max_body_bytes,
+    ).start()
+    try:
+        say(f"coordinator at {master.address}; waiting for workers", flush=True)
+        printer = _StatusPrinter(say, 5.0, master, start)
+        previous = _sigterm_as_interrupt()
+        try:
+            status = Coordinator(cfg, master, on_status=printer).run(wait_workers=3600.0)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    finally:
+        master.stop()
+    result = _result(cfg, status, time.perf_counter() - start)
+    write_result(result, run_dir)
+    say(_summary(result))
+    return result
+
+
+def run_worker(
+    role: str,
+    *,
+    coordinator: str,
+    worker_id: str,
+    device: str | None = None,
+    host: str = "127.0.0.1",
+    advertise: str | None = None,
+    heartbeat_period: float = 1.0,
+    token: str | None = None,
+) -> int:
+    """Runs one learner or collector until the coordinator closes it (or SIGTERM/SIGINT)."""
+    token = resolve_token(token)
+    worker_cls = {"learner": FlaskFileSystemLearner, "collector": FlaskFileSystemCollector}[role]
+
+    def slave(handlers: dict) -> Slave:
+        return Slave(
+            role,
+            worker_id,
+            coordinator,
+            handlers=handlers,
+            token=token,
+            host=host,
+            advertise_address=advertise,
+            heartbeat_period=heartbeat_period,
+        )
+
+    worker = worker_cls(worker_id=worker_id, device=device, slave_factory=slave)
+    previous = _sigterm_as_interrupt()
+    try:
+        worker.start()
+        while not worker.closed.wait(0.2):
+            pass
+        time.sleep(0.3)  # let the close task's result reach the coordinator
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        worker.close()
+    return 0

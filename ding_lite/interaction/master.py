@@ -1,0 +1,311 @@
+"""The coordinator's side: serves ``/master/*`` and sends tasks to registered workers.
+
+A task is a round trip in two HTTP calls: the master POSTs ``{task_id, name, data}`` to the
+worker's ``/slave/task`` (accepted at once), and the worker later POSTs the outcome to the
+master's ``/master/task_result``. :meth:`Master.send_task` waits between the two on an event
+with a deadline. It never raises for a remote condition: an undeliverable task, a timeout, an
+unknown or lost worker all come back as a failed :class:`TaskResult` that the caller can hand
+to another worker.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Any
+
+from ding_lite.interaction.app import DEFAULT_MAX_BODY_BYTES, json_route, make_app
+from ding_lite.interaction.auth import resolve_token
+from ding_lite.interaction.client import (
+    DEFAULT_TIMEOUT,
+    HttpClient,
+    Timeout,
+    base_url,
+    cap_timeout,
+)
+from ding_lite.interaction.envelope import ApiError, Code, RemoteError
+from ding_lite.interaction.protocol import (
+    DEREGISTER_SCHEMA,
+    HEARTBEAT_SCHEMA,
+    MASTER_DEREGISTER,
+    MASTER_HEARTBEAT,
+    MASTER_REGISTER,
+    MASTER_TASK_RESULT,
+    REGISTER_SCHEMA,
+    ROLES,
+    SLAVE_TASK,
+    TASK_RESULT_SCHEMA,
+    TaskResult,
+    WorkerInfo,
+    check_id,
+)
+from ding_lite.interaction.registry import WorkerRegistry
+from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError
+from ding_lite.utils.errors import ConfigError
+from ding_lite.utils.log import get_logger
+
+WorkerCallback = Callable[[WorkerInfo], None]
+
+logger = get_logger("interaction.master")
+
+
+class Master:
+    """Serves ``/master/*`` and sends tasks to registered workers.
+
+    Args:
+        token: shared token; None reads ``DING_LITE_TOKEN``.
+        host: interface to bind; 127.0.0.1 unless workers run on other machines.
+        port: port to bind; 0 picks a free one (see :attr:`address`).
+        heartbeat_tolerance: seconds without a heartbeat after which a worker is dropped, its
+            pending tasks fail with "worker lost", and ``on_worker_lost`` is called.
+        task_timeout: default seconds :meth:`send_task` waits for a result.
+        max_body_bytes: larger request bodies get 413.
+        on_register: called with the :class:`WorkerInfo` on every registration (re-registration
+            included), from the master's event thread, never from a request thread.
+        on_worker_lost: called with the dropped worker's info when its heartbeats stop (not on
+            deregistration), from the same event thread.
+        client_timeout: default timeout of calls to workers, seconds or ``(connect, read)``.
+        client_retries: retries of calls to workers that could not connect.
+    """
+
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        heartbeat_tolerance: float = 10.0,
+        task_timeout: float = 60.0,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        on_register: WorkerCallback | None = None,
+        on_worker_lost: WorkerCallback | None = None,
+        client_timeout: Timeout = DEFAULT_TIMEOUT,
+        client_retries: int = 3,
+    ) -> None:
+        if heartbeat_tolerance <= 0 or task_timeout <= 0:
+            raise ConfigError("heartbeat_tolerance and task_timeout must be positive seconds")
+        token = resolve_token(token)
+        self.heartbeat_tolerance = heartbeat_tolerance
+        self.task_timeout = task_timeout
+        self._on_register = on_register
+        self._on_worker_lost = on_worker_lost
+        self._client_timeout = client_timeout
+
+        def make_client(address: str) -> HttpClient:
+            return HttpClient(address, token, timeout=client_timeout, retries=client_retries)
+
+        self._registry = WorkerRegistry(heartbeat_tolerance, make_client)
+        self.app = make_app("master", token, max_body_bytes)
+        self._server = HttpServer(self.app, host, port, name="master")
+        self._events: queue.Queue[tuple[WorkerCallback, WorkerInfo] | None] = queue.Queue()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._task_threads: set[threading.Thread] = set()
+        self._task_threads_lock = threading.Lock()
+        json_route(self.app, MASTER_REGISTER, REGISTER_SCHEMA)(self._handle_register)
+        json_route(self.app, MASTER_HEARTBEAT, HEARTBEAT_SCHEMA)(self._handle_heartbeat)
+        json_route(self.app, MASTER_TASK_RESULT, TASK_RESULT_SCHEMA)(self._handle_task_result)
+        json_route(self.app, MASTER_DEREGISTER, DEREGISTER_SCHEMA)(self._handle_deregister)
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def address(self) -> str:
+        """``host:port`` the master serves on (after :meth:`start`)."""
+        return self._server.address
+
+    def start(self) -> Master:
+        """Starts serving, the heartbeat monitor and the callback thread. Returns self.
+
+        Raises:
+            ServerError: already started, stopped before, or the port cannot be bound.
+        """
+        if self._stopping.is_set():
+            raise ServerError("a stopped Master cannot start again; build a new one")
+        self._server.start()
+        for target, suffix in ((self._monitor, "monitor"), (self._dispatch_events, "events")):
+            thread = threading.Thread(
+                target=target, name=f"{THREAD_PREFIX}master-{suffix}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        logger.info("master serving on %s", self.address)
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stops serving, fails pending tasks ("master stopped"), joins threads (bounded).
+
+        Safe to call twice.
+
+        Args:
+            timeout: total seconds to wait for the threads of the master.
+        """
+        deadline = time.monotonic() + timeout
+        self._stopping.set()
+        self._server.stop(timeout / 2)
+        self._registry.close("master stopped")
+        self._events.put(None)
+        with self._task_threads_lock:
+            task_threads = list(self._task_threads)
+        for thread in self._threads + task_threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                logger.warning("thread %s still running after master.stop()", thread.name)
+        self._threads = []
+
+    def __enter__(self) -> Master:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------- queries
+    def workers(self, role: str | None = None) -> list[WorkerInfo]:
+        """Snapshots of the registered workers (of ``role`` if given), sorted by id."""
+        return self._registry.workers(role)
+
+    def worker_ids(self, role: str | None = None) -> list[str]:
+        """Ids of the registered workers (of ``role`` if given), sorted."""
+        return [info.worker_id for info in self._registry.workers(role)]
+
+    def pending_tasks(self) -> dict[str, str]:
+        """``task_id -> worker_id`` of the tasks sent and not yet resolved."""
+        return self._registry.pending()
+
+    # --------------------------------------------------------------------- tasks
+    def send_task(
+        self, worker_id: str, name: str, data: dict[str, Any], timeout: float | None = None
+    ) -> TaskResult:
+        """Sends a task to a worker and waits for its outcome.
+
+        Args:
+            worker_id: a registered worker.
+            name: the task name the worker has a handler for.
+            data: the task's JSON-serializable payload.
+            timeout: seconds to wait for the result, delivery included; None uses
+                ``task_timeout``.
+
+        Returns:
+            The worker's result; or a failed result whose ``error`` is "timed out after X s",
+            "worker lost", "worker deregistered", "could not deliver task: ...",
+            "unknown worker '...'" or "master stopped". A timed-out task is forgotten: its
+            late result is answered with 404.
+
+        Raises:
+            ValueError: ``data`` is not JSON-serializable (nothing was sent).
+        """
+        timeout = self.task_timeout if timeout is None else timeout
+        entry, client = self._registry.open_task(worker_id, name)
+        if client is not None:
+            deadline = entry.started + timeout
+            body = {"task_id": entry.task_id, "name": name, "data": data}
+            try:
+                client.post(SLAVE_TASK, body, timeout=cap_timeout(self._client_timeout, timeout))
+            except ValueError:
+                self._registry.forget(entry)
+                raise
+            except RemoteError as e:
+                self._registry.complete(entry, False, {}, f"could not deliver task: {e}")
+            entry.done.wait(max(0.0, deadline - time.monotonic()))
+            self._registry.complete(entry, False, {}, f"timed out after {timeout:g} s")
+        assert entry.result is not None  # resolved by the worker, or by a failure above
+        return entry.result
+
+    def send_task_async(
+        self, worker_id: str, name: str, data: dict[str, Any], timeout: float | None = None
+    ) -> Future[TaskResult]:
+        """Like :meth:`send_task` but returns at once; the future holds the TaskResult.
+
+        Each call runs in its own short-lived thread (e.g. one policy sync per collector), so
+        a slow worker delays no other; :meth:`stop` joins them.
+        """
+        future: Future[TaskResult] = Future()
+
+        def run() -> None:
+            try:
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(self.send_task(worker_id, name, data, timeout))
+                    except BaseException as e:  # handed to the caller through the future
+                        future.set_exception(e)
+            finally:
+                with self._task_threads_lock:
+                    self._task_threads.discard(threading.current_thread())
+
+        thread = threading.Thread(
+            target=run, name=f"{THREAD_PREFIX}master-task-{worker_id}", daemon=True
+        )
+        with self._task_threads_lock:
+            self._task_threads.add(thread)
+        thread.start()
+        return future
+
+    # ----------------------------------------------------------- background work
+    def _monitor(self) -> None:
+        interval = min(0.5, max(0.01, self.heartbeat_tolerance / 4))
+        while not self._stopping.wait(interval):
+            for info in self._registry.pop_lost("worker lost"):
+                logger.warning(
+                    "worker '%s' lost: no heartbeat for %.1f s",
+                    info.worker_id,
+                    time.monotonic() - info.last_seen,
+                )
+                if self._on_worker_lost is not None:
+                    self._events.put((self._on_worker_lost, info))
+
+    def _dispatch_events(self) -> None:
+        # Callbacks run here, one at a time, so a slow one blocks neither requests nor the
+        # monitor. The get has a timeout so a lost wake-up cannot hang stop().
+        while True:
+            try:
+                item = self._events.get(timeout=0.5)
+            except queue.Empty:
+                if self._stopping.is_set():
+                    return
+                continue
+            if item is None:
+                return
+            callback, info = item
+            try:
+                callback(info)
+            except Exception:
+                logger.exception("callback %r failed for worker '%s'", callback, info.worker_id)
+
+    # -------------------------------------------------------------------- routes
+    def _handle_register(self, body: dict[str, Any]) -> dict[str, Any]:
+        worker_id, role, address = body["worker_id"], body["role"], body["address"]
+        check_id("worker_id", worker_id)
+        if role not in ROLES:
+            raise ApiError(Code.BAD_REQUEST, f"field 'role' must be one of {ROLES}, got {role!r}")
+        try:
+            base_url(address)
+        except ConfigError as e:
+            raise ApiError(Code.BAD_REQUEST, f"field 'address': {e}") from None
+        info = self._registry.register(worker_id, role, address)
+        logger.info("worker '%s' (%s) registered at %s", worker_id, role, address)
+        if self._on_register is not None:
+            self._events.put((self._on_register, info))
+        return {"worker_id": worker_id, "heartbeat_tolerance": self.heartbeat_tolerance}
+
+    def _handle_heartbeat(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._registry.heartbeat(body["worker_id"])
+        return {}
+
+    def _handle_task_result(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._registry.submit_result(
+            body["task_id"], body["worker_id"], body["success"], body["result"], body["error"]
+        )
+        return {}
+
+    def _handle_deregister(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._registry.deregister(body["worker_id"], "worker deregistered")
+        logger.info("worker '%s' deregistered", body["worker_id"])
+        return {}

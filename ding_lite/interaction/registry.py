@@ -1,0 +1,233 @@
+"""The master's state: registered workers and the tasks waiting for a result, under one lock.
+
+Every public method takes the lock for its whole check-and-change, so a request that fails a
+check changes nothing, and a heartbeat cannot slip between "this worker is stale" and "drop
+it". Events are set and clients closed outside the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ding_lite.interaction.client import HttpClient
+from ding_lite.interaction.envelope import ApiError, Code
+from ding_lite.interaction.protocol import TaskResult, WorkerInfo
+
+
+@dataclass
+class _Worker:
+    worker_id: str
+    role: str
+    address: str
+    client: HttpClient
+    last_seen: float
+
+
+@dataclass
+class PendingTask:
+    """A task sent and not yet resolved; ``done`` is set once ``result`` is final."""
+
+    task_id: str
+    worker_id: str
+    name: str
+    started: float
+    done: threading.Event
+    result: TaskResult | None = None
+
+
+def _resolve(entry: PendingTask, success: bool, result: dict[str, Any], error: str) -> None:
+    # Only the caller that removed ``entry`` from the pending map gets here, once.
+    elapsed = time.monotonic() - entry.started
+    entry.result = TaskResult(
+        entry.task_id, entry.worker_id, entry.name, success, result, error, elapsed
+    )
+    entry.done.set()
+
+
+class WorkerRegistry:
+    """Workers by id and pending tasks by id.
+
+    Args:
+        heartbeat_tolerance: seconds of silence after which a worker counts as lost.
+        make_client: builds the client used to call a worker at an address.
+    """
+
+    def __init__(
+        self, heartbeat_tolerance: float, make_client: Callable[[str], HttpClient]
+    ) -> None:
+        self.heartbeat_tolerance = heartbeat_tolerance
+        self._make_client = make_client
+        self._lock = threading.Lock()
+        self._workers: dict[str, _Worker] = {}
+        self._pending: dict[str, PendingTask] = {}
+        self._closed = False
+
+    def _info(self, worker: _Worker, now: float) -> WorkerInfo:
+        alive = now - worker.last_seen <= self.heartbeat_tolerance
+        return WorkerInfo(worker.worker_id, worker.role, worker.address, worker.last_seen, alive)
+
+    # ------------------------------------------------------------------ workers
+    def register(self, worker_id: str, role: str, address: str) -> WorkerInfo:
+        """Adds a worker, or refreshes one (a new address replaces the old one).
+
+        Raises:
+            ApiError: (409) the id is registered with another role.
+        """
+        now = time.monotonic()
+        stale: HttpClient | None = None
+        with self._lock:
+            worker = self._workers.get(worker_id)
+            if worker is not None and worker.role != role:
+                raise ApiError(
+                    Code.CONFLICT, f"worker '{worker_id}' is already registered as a {worker.role}"
+                )
+            if worker is None or worker.address != address:
+                stale = worker.client if worker is not None else None
+                worker = _Worker(worker_id, role, address, self._make_client(address), now)
+                self._workers[worker_id] = worker
+            worker.last_seen = now
+            info = self._info(worker, now)
+        if stale is not None:
+            stale.close()
+        return info
+
+    def heartbeat(self, worker_id: str) -> None:
+        """Marks a worker as seen now.
+
+        Raises:
+            ApiError: (404) unknown worker: it must register (again).
+        """
+        with self._lock:
+            worker = self._workers.get(worker_id)
+            if worker is None:
+                raise ApiError(
+                    Code.NOT_FOUND, f"unknown worker '{worker_id}'; register before heartbeats"
+                )
+            worker.last_seen = time.monotonic()
+
+    def deregister(self, worker_id: str, reason: str) -> None:
+        """Removes a worker; its pending tasks fail with ``reason``.
+
+        Raises:
+            ApiError: (404) unknown worker.
+        """
+        with self._lock:
+            if worker_id not in self._workers:
+                raise ApiError(Code.NOT_FOUND, f"unknown worker '{worker_id}'")
+            worker, orphans = self._pop_worker_locked(worker_id)
+        self._fail(worker, orphans, reason)
+
+    def pop_lost(self, reason: str) -> list[WorkerInfo]:
+        """Removes every worker silent for longer than the tolerance; fails their tasks."""
+        now = time.monotonic()
+        with self._lock:
+            lost = [
+                self._pop_worker_locked(w.worker_id)
+                for w in list(self._workers.values())
+                if now - w.last_seen > self.heartbeat_tolerance
+            ]
+        infos = []
+        for worker, orphans in lost:
+            self._fail(worker, orphans, reason)
+            infos.append(self._info(worker, now))
+        return infos
+
+    def workers(self, role: str | None = None) -> list[WorkerInfo]:
+        """Snapshots of the workers (of ``role`` if given), sorted by id."""
+        now = time.monotonic()
+        with self._lock:
+            found = [self._info(w, now) for w in self._workers.values() if role in (None, w.role)]
+        return sorted(found, key=lambda info: info.worker_id)
+
+    def _pop_worker_locked(self, worker_id: str) -> tuple[_Worker, list[PendingTask]]:
+        worker = self._workers.pop(worker_id)
+        orphans = [p for p in self._pending.values() if p.worker_id == worker_id]
+        for entry in orphans:
+            del self._pending[entry.task_id]
+        return worker, orphans
+
+    @staticmethod
+    def _fail(worker: _Worker | None, orphans: list[PendingTask], reason: str) -> None:
+        for entry in orphans:
+            _resolve(entry, False, {}, reason)
+        if worker is not None:
+            worker.client.close()
+
+    # -------------------------------------------------------------------- tasks
+    def open_task(self, worker_id: str, name: str) -> tuple[PendingTask, HttpClient | None]:
+        """Creates a pending task for a worker, returning it with the worker's client.
+
+        When the task cannot be sent (registry closed, unknown worker) the task comes back
+        already resolved as failed, with no client.
+        """
+        entry = PendingTask(uuid.uuid4().hex, worker_id, name, time.monotonic(), threading.Event())
+        with self._lock:
+            worker = self._workers.get(worker_id)
+            if not self._closed and worker is not None:
+                self._pending[entry.task_id] = entry
+                return entry, worker.client
+            closed = self._closed
+        _resolve(entry, False, {}, "master stopped" if closed else f"unknown worker '{worker_id}'")
+        return entry, None
+
+    def complete(
+        self, entry: PendingTask, success: bool, result: dict[str, Any], error: str
+    ) -> None:
+        """Resolves ``entry`` if it is still pending; a no-op when something resolved it first."""
+        with self._lock:
+            if self._pending.get(entry.task_id) is not entry:
+                return
+            del self._pending[entry.task_id]
+        _resolve(entry, success, result, error)
+
+    def forget(self, entry: PendingTask) -> None:
+        """Drops ``entry`` without resolving it (it was never delivered)."""
+        with self._lock:
+            if self._pending.get(entry.task_id) is entry:
+                del self._pending[entry.task_id]
+
+    def submit_result(
+        self, task_id: str, worker_id: str, success: bool, result: dict[str, Any], error: str
+    ) -> None:
+        """Resolves a pending task with the outcome its worker reported.
+
+        Raises:
+            ApiError: (404) no such pending task; (400) it was sent to another worker.
+        """
+        with self._lock:
+            entry = self._pending.get(task_id)
+            if entry is None:
+                raise ApiError(
+                    Code.NOT_FOUND, f"unknown task '{task_id}' (never sent, timed out or done)"
+                )
+            if entry.worker_id != worker_id:
+                raise ApiError(
+                    Code.BAD_REQUEST,
+                    f"task '{task_id}' was sent to worker '{entry.worker_id}', not '{worker_id}'",
+                )
+            del self._pending[task_id]
+            worker = self._workers.get(worker_id)
+            if worker is not None:
+                worker.last_seen = time.monotonic()  # a result is a sign of life too
+        _resolve(entry, success, result, error)
+
+    def pending(self) -> dict[str, str]:
+        """``task_id -> worker_id`` of the unresolved tasks."""
+        with self._lock:
+            return {task_id: p.worker_id for task_id, p in self._pending.items()}
+
+    def close(self, reason: str) -> None:
+        """Refuses new tasks, fails the pending ones with ``reason``, closes the clients."""
+        with self._lock:
+            self._closed = True
+            orphans = list(self._pending.values())
+            self._pending.clear()
+            clients = [w.client for w in self._workers.values()]
+        self._fail(None, orphans, reason)
+        for client in clients:
+            client.close()

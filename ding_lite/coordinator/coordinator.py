@@ -77,6 +77,7 @@ class Coordinator:
         self._started: dict[str, int] = {}  # collector id -> seed index
         self._envsteps: dict[str, int] = {}
         self._stop_requested: str | None = None
+        self._evaluator: str | None = None  # the collector that evaluates
         #: Seconds each close task may take; the launcher shortens it on Ctrl-C.
         self.close_timeout = cfg.system.task_timeout
 
@@ -150,20 +151,15 @@ class Coordinator:
             data = {
                 "config": self._config,
                 "seed": self.cfg.seed + COLLECTOR_SEED_STRIDE * (index + 1),
-                "evaluate": index == 0 or not self._has_evaluator(),
+                "evaluate": self._evaluator not in self.transport.worker_ids("collector"),
                 "policy_path": path,
                 "policy_version": version,
             }
             self._started[cid] = index
             if self._task(cid, "collector_start_task", data, self.cfg.system.task_timeout):
-                self._evaluators = getattr(self, "_evaluators", set())
                 if data["evaluate"]:
-                    self._evaluators.add(cid)
+                    self._evaluator = cid
                 self._logger.info(f"collector {cid} started (seed {data['seed']})")
-
-    def _has_evaluator(self) -> bool:
-        alive = set(self.transport.worker_ids("collector"))
-        return bool(getattr(self, "_evaluators", set()) & alive)
 
     def _poll_collectors(self) -> None:
         alive = [c for c in self.transport.worker_ids("collector") if c in self._started]
@@ -224,16 +220,26 @@ class Coordinator:
     def _sync_policy(self) -> None:
         path, version, published_at = self._policy
         data = {"path": path, "version": version, "published_at": published_at}
-        for cid in self.transport.worker_ids("collector"):
-            if cid in self._started:
-                self._task(cid, "collector_policy_sync_task", data, self.cfg.system.http_timeout)
+        alive = [c for c in self.transport.worker_ids("collector") if c in self._started]
+        if alive and self._evaluator not in alive:
+            # The evaluating collector was lost: hand evaluation to another one.
+            self._evaluator = alive[0]
+            self._logger.warning(f"collector {self._evaluator} takes over evaluation")
+            self._task(
+                self._evaluator,
+                "collector_policy_sync_task",
+                {**data, "evaluate": True},
+                self.cfg.system.http_timeout,
+            )
+            alive = alive[1:]
+        for cid in alive:
+            self._task(cid, "collector_policy_sync_task", data, self.cfg.system.http_timeout)
 
     def _close(self, learner: str) -> None:
         timeout = self.close_timeout
-        evaluators = getattr(self, "_evaluators", set())
         for cid in self.transport.worker_ids("collector"):
             if cid in self._started:
-                final_eval = cid in evaluators and not self.status.solved
+                final_eval = cid == self._evaluator and not self.status.solved
                 out = self._task(cid, "collector_close_task", {"final_eval": final_eval}, timeout)
                 if out is not None:
                     self._take_collector_output(cid, out)

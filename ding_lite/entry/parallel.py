@@ -118,9 +118,12 @@ def parallel_pipeline(
         heartbeat_tolerance=cfg.system.heartbeat_tolerance,
         task_timeout=cfg.system.task_timeout,
         max_body_bytes=cfg.system.max_body_bytes,
+        on_register=_log_register,
+        on_worker_lost=_log_lost,
     ).start()
     children: list[subprocess.Popen] = []
     status = RunStatus()
+    interrupted = False
     try:
         say(f"coordinator at {master.address}; logs in {log_dir}")
         roles = ["learner"] * cfg.system.learners + ["collector"] * cfg.system.collectors
@@ -131,9 +134,12 @@ def parallel_pipeline(
             children.append(_spawn(role, worker_id, master.address, token, cfg, log_dir))
         printer = _StatusPrinter(say, status_interval, master, start)
         coordinator = Coordinator(cfg, _Transport(master, children), on_status=printer)
+        status = coordinator.status
         previous = _sigterm_as_interrupt()
         try:
             status = coordinator.run(wait_workers=120.0)
+        except KeyboardInterrupt:
+            interrupted = True
         finally:
             signal.signal(signal.SIGTERM, previous)
     finally:
@@ -146,7 +152,22 @@ def parallel_pipeline(
     result = _result(cfg, status, wall)
     write_result(result, run_dir)
     say(_summary(result))
+    if interrupted:
+        raise KeyboardInterrupt
     return result
+
+
+def _log_register(worker: Any) -> None:
+    get_logger("coordinator").info(
+        f"{worker.role} {worker.worker_id} registered at {worker.address}"
+    )
+
+
+def _log_lost(worker: Any) -> None:
+    get_logger("coordinator").warning(
+        f"{worker.role} {worker.worker_id} lost: no heartbeat for "
+        f"{time.monotonic() - worker.last_seen:.1f} s"
+    )
 
 
 def _port(value: Any) -> int:
@@ -252,11 +273,12 @@ def _sigterm_as_interrupt() -> Any:
 
 
 def _clean_data(path_data: Path) -> None:
-    """Removes rollout files nobody will read (e.g. written by a collector that died)."""
+    """Removes rollout files nobody will read (e.g. left by a collector that died mid-write)."""
     if not path_data.is_dir():
         return
-    for leftover in path_data.rglob("*.pt"):
-        leftover.unlink(missing_ok=True)
+    for leftover in path_data.rglob("*"):
+        if leftover.is_file():
+            leftover.unlink(missing_ok=True)
     for folder in sorted(path_data.glob("*"), reverse=True):
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
@@ -320,6 +342,8 @@ def run_coordinator(cfg: Any, progress: bool = True) -> dict[str, Any]:
         heartbeat_tolerance=cfg.system.heartbeat_tolerance,
         task_timeout=cfg.system.task_timeout,
         max_body_bytes=cfg.system.max_body_bytes,
+        on_register=_log_register,
+        on_worker_lost=_log_lost,
     ).start()
     try:
         say(f"coordinator at {master.address}; waiting for workers", flush=True)

@@ -122,6 +122,10 @@ class AsyncCollector:
                 "evals": evals,
             }
 
+    def set_on_policy(self, on_policy: Any) -> None:
+        """Sets the callback run after each policy swap (see the class arguments)."""
+        self._on_policy = on_policy
+
     def apply_pending_policy(self) -> None:
         """Swaps in a policy that arrived after the loop's last rollout (call after stop())."""
         if self.alive:

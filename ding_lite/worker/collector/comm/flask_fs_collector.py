@@ -98,18 +98,11 @@ class FlaskFileSystemCollector:
             seed=seed,
             stats_window=cfg.collector.stats_window,
         )
-        on_policy = None
-        if data.get("evaluate"):
-            eval_seed = cfg.seed + EVAL_SEED_OFFSET
-            eval_env = build_env(cfg, cfg.evaluator.n_episodes, device, eval_seed)
-            self._evaluator = Evaluator(
-                eval_env, policy.eval_mode, stop_value=cfg.evaluator.stop_value, seed=eval_seed
-            )
-            on_policy = self._maybe_evaluate
+        self._device, self._policy = device, policy
         path_data = Path(cfg.system.path_data or Path(cfg.exp_dir) / "data")
-        self._async = AsyncCollector(
-            collector, policy, name=self.worker_id, path_data=path_data, on_policy=on_policy
-        )
+        self._async = AsyncCollector(collector, policy, name=self.worker_id, path_data=path_data)
+        if data.get("evaluate"):
+            self._enable_evaluation()
         if data.get("policy_path"):
             self._async.sync_policy(data["policy_path"], int(data["policy_version"]))
         self._async.start()
@@ -122,7 +115,11 @@ class FlaskFileSystemCollector:
         return out
 
     def policy_sync_task(self, data: dict[str, Any]) -> dict[str, Any]:
-        """``data``: ``{"path", "version", "published_at"}``; used from the next rollout on."""
+        """``data``: ``{"path", "version", "published_at", "evaluate"}``; the policy is used
+        from the next rollout on. ``evaluate`` makes this collector the evaluating one (when
+        the previous one was lost)."""
+        if data.get("evaluate") and not hasattr(self, "_evaluator"):
+            self._enable_evaluation()
         self._require_async().sync_policy(
             data["path"], int(data["version"]), data.get("published_at")
         )
@@ -145,6 +142,17 @@ class FlaskFileSystemCollector:
             if not any(e["policy_version"] == version for e in out["evals"]):
                 out["evals"].append(self._evaluate(version))
         return out
+
+    def _enable_evaluation(self) -> None:
+        """Builds the eval env and evaluates policy versions from now on."""
+        cfg = self.cfg
+        eval_seed = cfg.seed + EVAL_SEED_OFFSET
+        eval_env = build_env(cfg, cfg.evaluator.n_episodes, self._device, eval_seed)
+        self._evaluator = Evaluator(
+            eval_env, self._policy.eval_mode, stop_value=cfg.evaluator.stop_value, seed=eval_seed
+        )
+        self._async.set_on_policy(self._maybe_evaluate)
+        self._logger.info("evaluating policy versions from now on")
 
     def _maybe_evaluate(self, version: int) -> dict[str, Any] | None:
         """Evaluates when ``version`` crosses a multiple of ``eval_freq`` (versions may be

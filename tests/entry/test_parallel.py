@@ -1,0 +1,170 @@
+"""The parallel pipeline with real processes on 127.0.0.1."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+FAST = [
+    "system.heartbeat_period=0.2",
+    "system.heartbeat_tolerance=2.0",
+    "system.task_timeout=30",
+]
+
+
+def launch(tmp_path, *args):
+    log = open(tmp_path / "launcher.out", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ding_lite", "parallel", "--exp-dir", str(tmp_path / "run"), *args],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    log.close()
+    return proc
+
+
+def launcher_output(tmp_path):
+    return (tmp_path / "launcher.out").read_text()
+
+
+def coordinator_address(tmp_path, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(r"coordinator at (\S+);", launcher_output(tmp_path))
+        if m:
+            return m.group(1)
+        time.sleep(0.1)
+    raise AssertionError(f"launcher printed no address:\n{launcher_output(tmp_path)}")
+
+
+def processes_with(text):
+    """Pids whose command line contains ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in cmdline and str(os.getpid()) != entry.name:
+            found.append(int(entry.name))
+    return found
+
+
+def port_is_free(address):
+    """Nothing listens there: a server (which sets SO_REUSEADDR, as werkzeug does) could bind
+    it again; connections in TIME_WAIT do not count."""
+    host, port = address.rsplit(":", 1)
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, int(port)))
+            s.listen()
+        except OSError:
+            return False
+    return True
+
+
+def wait_for(predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def assert_all_gone(address):
+    assert wait_for(lambda: not processes_with(f"--coordinator {address}"), 5)
+    assert port_is_free(address)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
+    proc = launch(
+        tmp_path,
+        "-c",
+        "cartpole_ppo_parallel",
+        "--max-train-iter",
+        "4",
+        "evaluator.eval_freq=2",
+        *FAST,
+    )
+    address = coordinator_address(tmp_path)
+    assert proc.wait(timeout=150) == 0, launcher_output(tmp_path)
+    run = tmp_path / "run"
+    result = json.loads((run / "result.json").read_text())
+    assert result["train_iter"] == 4 and result["stop_reason"] == "limit reached"
+    assert result["failed_tasks"] == 0 and result["eval_return_mean"] is not None
+    assert not [p for p in (run / "data").rglob("*") if p.is_file()]
+    assert (run / "ckpt").is_dir() and list((run / "policy").glob("policy_v*.pt"))
+    assert {p.name for p in (run / "logs").iterdir()} >= {
+        "coordinator.log",
+        "learner0.log",
+        "collector0.log",
+        "collector1.log",
+    }
+    assert_all_gone(address)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_sigkill_of_a_collector_mid_run(tmp_path):
+    """The coordinator notices within its tolerance; the other collector solves CartPole."""
+    proc = launch(tmp_path, "-c", "cartpole_ppo_parallel", "--seed", "0", *FAST)
+    address = coordinator_address(tmp_path)
+    assert wait_for(lambda: processes_with("--worker-id collector1"), 60)
+    log = tmp_path / "run" / "logs" / "coordinator.log"
+    # Kill it while it is busy: after the learner has trained a few iterations.
+    assert wait_for(lambda: len(list((tmp_path / "run" / "policy").glob("*.pt"))) >= 2, 60)
+    (victim,) = processes_with("--worker-id collector1")
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.time()
+    assert proc.wait(timeout=200) == 0, launcher_output(tmp_path)
+    text = log.read_text()
+    m = re.search(r"^(\S+ \S+) WARNING .*collector collector1 lost", text, flags=re.M)
+    assert m, text[-3000:]
+    noticed = time.mktime(time.strptime(m.group(1).split(",")[0], "%Y-%m-%d %H:%M:%S"))
+    assert noticed - killed_at <= 2.0 + 2.0  # tolerance + one monitor period + log rounding
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["solved"] and result["eval_return_mean"] >= 475
+    # no reader ever saw a partial file: no rollout or policy file failed to load
+    learner_log = (tmp_path / "run" / "logs" / "learner0.log").read_text()
+    assert "cannot read" not in learner_log and "not a ding_lite" not in learner_log
+    assert "cannot read" not in text
+    assert not [p for p in (tmp_path / "run" / "data").rglob("*") if p.is_file()]
+    assert_all_gone(address)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_sigterm_stops_every_process_within_10_s(tmp_path):
+    proc = launch(
+        tmp_path,
+        "-c",
+        "cartpole_ppo_parallel",
+        "evaluator.stop_value=none",
+        "max_env_step=100000000",
+        *FAST,
+    )
+    address = coordinator_address(tmp_path)
+    run = tmp_path / "run"
+    assert wait_for(lambda: len(list((run / "policy").glob("*.pt"))) >= 2, 60)
+    proc.send_signal(signal.SIGTERM)
+    start = time.monotonic()
+    proc.wait(timeout=15)
+    assert time.monotonic() - start < 10.0
+    assert_all_gone(address)
+    assert list((run / "ckpt").glob("ckpt_iter*.pt"))  # the learner left a checkpoint
+    result = json.loads((run / "result.json").read_text())
+    assert result["stop_reason"] == "interrupted"

@@ -1,6 +1,7 @@
 """ding_lite: a small, fast, hook-driven RL training service in PyTorch."""
 
 from ding_lite.config import compile_config, get_config
+from ding_lite.entry.parallel import parallel_pipeline
 from ding_lite.entry.serial import serial_pipeline
 from ding_lite.envs import create_env
 from ding_lite.policy import PPOPolicy
@@ -24,6 +25,7 @@ __all__ = [
     "compile_config",
     "create_env",
     "get_config",
+    "parallel_pipeline",
     "register_learner_hook",
     "serial_pipeline",
 ]

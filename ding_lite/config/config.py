@@ -69,6 +69,7 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "system.max_body_bytes": (lambda v: v >= 1024, "at least 1024"),
     "system.max_policy_lag": (lambda v: v >= 0, "0 or more"),
     "system.keep_policies": (lambda v: v >= 1, "at least 1"),
+    "system.max_pending_files": (lambda v: v >= 1, "at least 1"),
     "device": (
         lambda v: v in ("cpu", "cuda", "auto") or v.startswith("cuda:"),
         "'cpu', 'cuda', 'cuda:N' or 'auto'",

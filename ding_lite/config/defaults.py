@@ -149,6 +149,8 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # Rollouts collected by a policy this many versions older than the learner's are
         # dropped (counted).
         max_policy_lag=4,
+        # A collector pauses while this many of its rollout files wait to be consumed.
+        max_pending_files=1,
         # Published policy versions kept in path_policy.
         keep_policies=3,
     ),

@@ -53,6 +53,10 @@ class RunStatus:
     episode_returns: list[float] = field(default_factory=list)
     sync_latency_s: list[float] = field(default_factory=list)
     learn_latency_s: list[float] = field(default_factory=list)
+    control_latency_s: list[float] = field(default_factory=list)
+    # (seconds since the first update, envstep): the steady-state rate leaves out start-up.
+    first_learn_at: float | None = None
+    first_learn_envstep: int = 0
 
 
 class Coordinator:
@@ -78,7 +82,8 @@ class Coordinator:
         self._envsteps: dict[str, int] = {}
         self._stop_requested: str | None = None
         self._evaluator: str | None = None  # the collector that evaluates
-        #: Seconds each close task may take; the launcher shortens it on Ctrl-C.
+        self._failed_start: set[str] = set()
+        #: Seconds each close task may take (shortened to 5 s on Ctrl-C).
         self.close_timeout = cfg.system.task_timeout
 
     def request_stop(self, reason: str) -> None:
@@ -113,7 +118,7 @@ class Coordinator:
             if self.status.solved:
                 self.status.stop_reason = "solved"
                 break
-            if sum(m["size"] for m in self._buffer) >= self.batch_size:
+            if sum(m["size"] for m in self._buffer) >= self._demand():
                 self._learn(learner)
                 if self.on_status is not None:
                     self.on_status(self.status)
@@ -132,6 +137,22 @@ class Coordinator:
             self._logger.error("the learner stopped answering; ending the run")
             return True
         return False
+
+    def _demand(self) -> int:
+        """Samples to hand the learner: one rollout per live collector (the learner's full
+        batch while all configured collectors live), so losing a collector never stalls the
+        run."""
+        live = len(self._polled_collectors()) or 1
+        per_collector = self.batch_size // self.cfg.system.collectors
+        return min(self.batch_size, per_collector * live)
+
+    def _polled_collectors(self) -> list[str]:
+        """Started collectors that are alive and started successfully."""
+        return [
+            c
+            for c in self.transport.worker_ids("collector")
+            if c in self._started and c not in self._failed_start
+        ]
 
     def _wait_for(self, role: str, timeout: float) -> list[str]:
         deadline = time.monotonic() + timeout
@@ -156,17 +177,21 @@ class Coordinator:
                 "policy_version": version,
             }
             self._started[cid] = index
-            if self._task(cid, "collector_start_task", data, self.cfg.system.task_timeout):
+            if self._task(cid, "collector_start_task", data, self.cfg.system.task_timeout) is None:
+                self._failed_start.add(cid)  # not polled; its log says why
+            else:
                 if data["evaluate"]:
                     self._evaluator = cid
                 self._logger.info(f"collector {cid} started (seed {data['seed']})")
 
     def _poll_collectors(self) -> None:
-        alive = [c for c in self.transport.worker_ids("collector") if c in self._started]
+        alive = self._polled_collectors()
         self.status.collectors_alive = len(alive)
         for cid in alive:
+            sent = time.perf_counter()
             out = self._task(cid, "collector_data_task", {}, self.cfg.system.http_timeout)
             if out is not None:
+                self.status.control_latency_s.append(time.perf_counter() - sent)
                 self._take_collector_output(cid, out)
         self.status.envstep = sum(self._envsteps.values())
 
@@ -205,6 +230,9 @@ class Coordinator:
         if info is None:
             return
         self.status.learn_latency_s.append(time.perf_counter() - sent)
+        if self.status.first_learn_at is None:
+            self.status.first_learn_at = time.perf_counter()
+            self.status.first_learn_envstep = self.status.envstep
         self.status.train_iter = int(info["iteration"])
         self.status.dropped += int(info["dropped"])
         self.status.done = bool(info["done"])
@@ -220,7 +248,7 @@ class Coordinator:
     def _sync_policy(self) -> None:
         path, version, published_at = self._policy
         data = {"path": path, "version": version, "published_at": published_at}
-        alive = [c for c in self.transport.worker_ids("collector") if c in self._started]
+        alive = self._polled_collectors()
         if alive and self._evaluator not in alive:
             # The evaluating collector was lost: hand evaluation to another one.
             self._evaluator = alive[0]

@@ -7,6 +7,7 @@ span machines sharing a filesystem.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import statistics
@@ -23,7 +24,7 @@ from ding_lite.coordinator import Coordinator, RunStatus
 from ding_lite.entry.run_dir import choose_exp_dir, save_config, write_result
 from ding_lite.interaction import Master, Slave, generate_token, resolve_token
 from ding_lite.utils.errors import ConfigError
-from ding_lite.utils.log import get_logger, setup_file_logging
+from ding_lite.utils.log import get_logger, setup_console_logging, setup_file_logging
 from ding_lite.worker.collector.comm import FlaskFileSystemCollector
 from ding_lite.worker.learner.comm import FlaskFileSystemLearner
 
@@ -111,17 +112,8 @@ def parallel_pipeline(
     handler = setup_file_logging(log_dir / "coordinator.log")
     say = print if progress else (lambda *a, **k: None)
     start = time.perf_counter()
-    master = Master(
-        token=token,
-        host=cfg.system.host,
-        port=_port(cfg.system.coordinator_port),
-        heartbeat_tolerance=cfg.system.heartbeat_tolerance,
-        task_timeout=cfg.system.task_timeout,
-        max_body_bytes=cfg.system.max_body_bytes,
-        on_register=_log_register,
-        on_worker_lost=_log_lost,
-    ).start()
-    children: list[subprocess.Popen] = []
+    master = _start_master(cfg, token)
+    children: dict[str, subprocess.Popen] = {}
     status = RunStatus()
     interrupted = False
     try:
@@ -131,7 +123,7 @@ def parallel_pipeline(
         for role in roles:
             worker_id = f"{role}{counts.setdefault(role, 0)}"
             counts[role] += 1
-            children.append(_spawn(role, worker_id, master.address, token, cfg, log_dir))
+            children[worker_id] = _spawn(role, worker_id, master.address, token, cfg, log_dir)
         printer = _StatusPrinter(say, status_interval, master, start)
         coordinator = Coordinator(cfg, _Transport(master, children), on_status=printer)
         status = coordinator.status
@@ -143,7 +135,7 @@ def parallel_pipeline(
         finally:
             signal.signal(signal.SIGTERM, previous)
     finally:
-        _stop_children(children)
+        _stop_children(list(children.values()))
         master.stop()
         _clean_data(Path(cfg.system.path_data))
         get_logger().removeHandler(handler)
@@ -155,6 +147,22 @@ def parallel_pipeline(
     if interrupted:
         raise KeyboardInterrupt
     return result
+
+
+def _start_master(cfg: Any, token: str) -> Master:
+    """Serves the coordinator's side of the protocol, as the config's system section says."""
+    system = cfg.system
+    return Master(
+        token=token,
+        host=system.host,
+        port=_port(system.coordinator_port),
+        heartbeat_tolerance=system.heartbeat_tolerance,
+        task_timeout=system.task_timeout,
+        max_body_bytes=system.max_body_bytes,
+        on_register=_log_register,
+        on_worker_lost=_log_lost,
+        client_timeout=(3.05, system.http_timeout),
+    ).start()
 
 
 def _log_register(worker: Any) -> None:
@@ -175,14 +183,16 @@ def _port(value: Any) -> int:
 
 
 class _Transport:
-    """The Master, seen by the coordinator; a worker whose process died counts as gone."""
+    """The Master, seen by the coordinator; a worker whose process died counts as gone at
+    once, before its heartbeats run out."""
 
-    def __init__(self, master: Master, children: list[subprocess.Popen]) -> None:
+    def __init__(self, master: Master, children: dict[str, subprocess.Popen]) -> None:
         self.master = master
         self.children = children
 
     def worker_ids(self, role: str) -> list[str]:
-        return self.master.worker_ids(role)
+        ids = self.master.worker_ids(role)
+        return [w for w in ids if w not in self.children or self.children[w].poll() is None]
 
     def send_task(self, worker_id: str, name: str, data: dict, timeout: float):
         return self.master.send_task(worker_id, name, data, timeout=timeout)
@@ -215,7 +225,11 @@ class _StatusPrinter:
 def _spawn(
     role: str, worker_id: str, address: str, token: str, cfg: Any, log_dir: Path
 ) -> subprocess.Popen:
-    env = dict(os.environ, DING_LITE_TOKEN=token, OMP_NUM_THREADS="1")
+    env = dict(os.environ, DING_LITE_TOKEN=token)
+    if role == "collector":
+        # Collectors step small batches: one thread each leaves the cores to the learner,
+        # whose updates are the larger tensor work.
+        env["OMP_NUM_THREADS"] = "1"
     cmd = [
         sys.executable,
         "-m",
@@ -291,6 +305,14 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
+def _steady_sps(status: RunStatus) -> float | None:
+    """Env steps per second from the first update to the end (start-up left out)."""
+    if status.first_learn_at is None:
+        return None
+    seconds = time.perf_counter() - status.first_learn_at
+    return round((status.envstep - status.first_learn_envstep) / max(seconds, 1e-9), 1)
+
+
 def _result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
     returns = status.episode_returns[-20:]
     return {
@@ -310,6 +332,9 @@ def _result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
         "failed_tasks": status.failed_tasks,
         "wall_s": round(wall, 3),
         "sps": round(status.envstep / max(wall, 1e-9), 1),
+        "steady_sps": _steady_sps(status),
+        "control_p50_s": _percentile(status.control_latency_s, 0.5),
+        "control_p99_s": _percentile(status.control_latency_s, 0.99),
         "policy_sync_p50_s": _percentile(status.sync_latency_s, 0.5),
         "policy_sync_p99_s": _percentile(status.sync_latency_s, 0.99),
         "collectors": cfg.system.collectors,
@@ -335,16 +360,7 @@ def run_coordinator(cfg: Any, progress: bool = True) -> dict[str, Any]:
     save_config(cfg, run_dir)
     say = print if progress else (lambda *a, **k: None)
     start = time.perf_counter()
-    master = Master(
-        token=token,
-        host=cfg.system.host,
-        port=_port(cfg.system.coordinator_port),
-        heartbeat_tolerance=cfg.system.heartbeat_tolerance,
-        task_timeout=cfg.system.task_timeout,
-        max_body_bytes=cfg.system.max_body_bytes,
-        on_register=_log_register,
-        on_worker_lost=_log_lost,
-    ).start()
+    master = _start_master(cfg, token)
     try:
         say(f"coordinator at {master.address}; waiting for workers", flush=True)
         printer = _StatusPrinter(say, 5.0, master, start)
@@ -388,6 +404,7 @@ def run_worker(
             heartbeat_period=heartbeat_period,
         )
 
+    setup_console_logging(logging.INFO)  # the launcher sends a worker's stderr to its log
     worker = worker_cls(worker_id=worker_id, device=device, slave_factory=slave)
     previous = _sigterm_as_interrupt()
     try:

@@ -1,4 +1,5 @@
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -44,13 +45,16 @@ def test_writes_files_and_pauses_at_backlog(tmp_path):
     try:
         assert wait_for(lambda: len(list((tmp_path / "c0").glob("*.pt"))) >= 3)
         time.sleep(0.2)
-        assert len(list((tmp_path / "c0").glob("*.pt"))) == 3  # paused: backlog is full
         out = collector.drain()
+        # paused: three files are written and none consumed (still on disk)
         assert [m["seq"] for m in out["files"]] == [0, 1, 2]
-        assert out["envstep"] >= 3 * 64 and out["policy_version"] == 0
+        assert len(list((tmp_path / "c0").glob("*.pt"))) == 3
+        assert out["envstep"] == 3 * 64 and out["policy_version"] == 0
         content = read_rollout(out["files"][0]["path"])
         assert content["data"]["obs"].shape == (64, 4)
-        assert wait_for(lambda: len(collector.drain()["files"]) > 0)  # resumed
+        for meta in out["files"]:  # the learner consumes them ...
+            Path(meta["path"]).unlink()
+        assert wait_for(lambda: len(collector.drain()["files"]) > 0)  # ... and it resumes
     finally:
         collector.stop()
     assert not collector.alive

@@ -26,8 +26,9 @@ class AsyncCollector:
         policy: the policy whose weights ``sync_policy`` replaces.
         name: this collector's id; its files go to ``<path_data>/<name>/``.
         path_data: the shared data folder.
-        max_pending_files: the loop pauses while this many written files wait in the outbox,
-            so a stalled learner cannot fill the disk.
+        max_pending_files: the loop pauses while this many of its files are not yet consumed
+            (still on disk): collecting further ahead of the learner only makes stale data,
+            and a stalled learner cannot fill the disk.
         on_policy: called in the loop thread with the new version right after a swap (e.g.
             to evaluate it); a dict it returns is reported by ``drain()`` under "evals".
     """
@@ -51,6 +52,7 @@ class AsyncCollector:
         self._seq = 0
         self._lock = threading.Lock()
         self._outbox: list[dict[str, Any]] = []
+        self._unconsumed: list[Path] = []  # written files the learner has not deleted yet
         self._returns: list[float] = []
         self._pending_policy: tuple[int, dict[str, Any], float] | None = None
         self._sync_latency: list[float] = []
@@ -156,10 +158,9 @@ class AsyncCollector:
         try:
             while not self._stop.is_set():
                 self._swap_policy()
-                with self._lock:
-                    backlog = len(self._outbox)
-                if backlog >= self.max_pending_files:
-                    self._stop.wait(0.01)
+                self._unconsumed = [p for p in self._unconsumed if p.exists()]
+                if len(self._unconsumed) >= self.max_pending_files:
+                    self._stop.wait(0.002)
                     continue
                 data = self.collector.collect()
                 meta = write_rollout(
@@ -171,6 +172,7 @@ class AsyncCollector:
                     episode_returns=self.collector.last_returns,
                 )
                 self._seq += 1
+                self._unconsumed.append(Path(meta["path"]))
                 with self._lock:
                     self._outbox.append(meta)
                     self._returns.extend(self.collector.last_returns)

@@ -100,7 +100,13 @@ class FlaskFileSystemCollector:
         )
         self._device, self._policy = device, policy
         path_data = Path(cfg.system.path_data or Path(cfg.exp_dir) / "data")
-        self._async = AsyncCollector(collector, policy, name=self.worker_id, path_data=path_data)
+        self._async = AsyncCollector(
+            collector,
+            policy,
+            name=self.worker_id,
+            path_data=path_data,
+            max_pending_files=cfg.system.max_pending_files,
+        )
         if data.get("evaluate"):
             self._enable_evaluation()
         if data.get("policy_path"):

@@ -106,7 +106,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
         set_seed(cfg.seed)
         self.device = resolve_device(cfg.device)
         probe = build_env(cfg, 1, "cpu", cfg.seed)
-        batch = cfg.policy.collect.n_steps * cfg.env.num_envs
+        # One iteration trains on a rollout of every collector: C collectors of N envs learn
+        # like a serial run with C * N envs.
+        batch = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
         total_iters = math.ceil(cfg.max_env_step / batch) if cfg.max_env_step else None
         self.policy = create_policy(
             cfg.policy,

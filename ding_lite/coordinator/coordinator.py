@@ -18,6 +18,7 @@ from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import get_logger
 
 COLLECTOR_SEED_STRIDE = 10_007
+MAX_DATA_FAILURES = 3  # consecutive failed data tasks before a collector is dropped
 
 
 class TaskOutcome(Protocol):
@@ -82,7 +83,8 @@ class Coordinator:
         self._envsteps: dict[str, int] = {}
         self._stop_requested: str | None = None
         self._evaluator: str | None = None  # the collector that evaluates
-        self._failed_start: set[str] = set()
+        self._excluded: set[str] = set()  # collectors that failed to start or keep failing
+        self._data_failures: dict[str, int] = {}
         #: Seconds each close task may take (shortened to 5 s on Ctrl-C).
         self.close_timeout = cfg.system.task_timeout
 
@@ -151,7 +153,7 @@ class Coordinator:
         return [
             c
             for c in self.transport.worker_ids("collector")
-            if c in self._started and c not in self._failed_start
+            if c in self._started and c not in self._excluded
         ]
 
     def _wait_for(self, role: str, timeout: float) -> list[str]:
@@ -178,7 +180,7 @@ class Coordinator:
             }
             self._started[cid] = index
             if self._task(cid, "collector_start_task", data, self.cfg.system.task_timeout) is None:
-                self._failed_start.add(cid)  # not polled; its log says why
+                self._excluded.add(cid)  # not polled; its log says why
             else:
                 if data["evaluate"]:
                     self._evaluator = cid
@@ -190,7 +192,15 @@ class Coordinator:
         for cid in alive:
             sent = time.perf_counter()
             out = self._task(cid, "collector_data_task", {}, self.cfg.system.http_timeout)
-            if out is not None:
+            if out is None:
+                # A collector that keeps failing (e.g. its env loop crashed while its process
+                # still heartbeats) must not hold back the demand of the others.
+                self._data_failures[cid] = self._data_failures.get(cid, 0) + 1
+                if self._data_failures[cid] >= MAX_DATA_FAILURES:
+                    self._excluded.add(cid)
+                    self._logger.error(f"collector {cid} failed {MAX_DATA_FAILURES} times; dropped")
+            else:
+                self._data_failures[cid] = 0
                 self.status.control_latency_s.append(time.perf_counter() - sent)
                 self._take_collector_output(cid, out)
         self.status.envstep = sum(self._envsteps.values())
@@ -209,11 +219,15 @@ class Coordinator:
             self.status.solved = self.status.solved or bool(report["solved"])
 
     def _learn(self, learner: str) -> None:
+        demand = self._task(learner, "learner_get_data_task", {}, self.cfg.system.http_timeout)
+        if demand is None:
+            return
+        self.batch_size = int(demand["batch_size"])
         # Freshest rollouts first; what is older than the lag limit rides along so the
         # learner deletes it (and counts it as dropped).
         self._buffer.sort(key=lambda m: m["policy_version"], reverse=True)
         files, samples = [], 0
-        while self._buffer and samples < self.batch_size:
+        while self._buffer and samples < self._demand():
             meta = self._buffer.pop(0)
             files.append(meta)
             samples += meta["size"]
@@ -237,7 +251,7 @@ class Coordinator:
         self.status.dropped += int(info["dropped"])
         self.status.done = bool(info["done"])
         if self.status.done and not self.status.stop_reason:
-            self.status.stop_reason = "limit reached"
+            self.status.stop_reason = info.get("done_reason") or "limit reached"
         if info.get("trained"):
             self.status.policy_lag = float(info.get("policy_lag", 0.0))
             version = int(info["policy_version"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -79,7 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
             "--config",
             help="accepted for symmetry; the coordinator sends the run's config",
         )
-        worker.add_argument("--worker-id", default=f"{role}-{os.getpid()}")
+        worker.add_argument(
+            "--worker-id",
+            default=f"{role}-{socket.gethostname()}-{os.getpid()}",
+            help="unique id of this worker (default: role-host-pid)",
+        )
+        worker.add_argument("--port", type=int, default=0, help="port to bind (default: free)")
+        worker.add_argument(
+            "--master-timeout",
+            type=float,
+            default=60.0,
+            help="stop when the coordinator has not answered for this many seconds",
+        )
         worker.add_argument("--device", help="cpu, cuda, cuda:N or auto (overrides the config)")
         worker.add_argument("--host", default="127.0.0.1", help="address this worker binds")
         worker.add_argument("--advertise", help="HOST:PORT the coordinator should call back")
@@ -155,6 +167,8 @@ def _coordinator(args: argparse.Namespace) -> int:
 
     if not args.config:
         raise DingLiteError("coordinator needs -c EXPERIMENT_OR_FILE")
+    if args.resume:
+        raise DingLiteError("coordinator does not support --resume yet")
     extra = _overrides(args)
     if args.host:
         extra.append(f"system.host={args.host}")
@@ -183,6 +197,8 @@ def _worker(args: argparse.Namespace) -> int:
         host=args.host,
         advertise=args.advertise,
         heartbeat_period=args.heartbeat_period,
+        port=args.port,
+        master_timeout=args.master_timeout,
     )
 
 

@@ -371,6 +371,7 @@ def run_coordinator(cfg: Any, progress: bool = True) -> dict[str, Any]:
             signal.signal(signal.SIGTERM, previous)
     finally:
         master.stop()
+        _clean_data(Path(cfg.system.path_data))
     result = _result(cfg, status, time.perf_counter() - start)
     write_result(result, run_dir)
     say(_summary(result))
@@ -387,8 +388,14 @@ def run_worker(
     advertise: str | None = None,
     heartbeat_period: float = 1.0,
     token: str | None = None,
+    port: int = 0,
+    master_timeout: float = 60.0,
 ) -> int:
-    """Runs one learner or collector until the coordinator closes it (or SIGTERM/SIGINT)."""
+    """Runs one learner or collector until the coordinator closes it (or SIGTERM/SIGINT).
+
+    The worker also stops when the coordinator has not answered its heartbeats for
+    ``master_timeout`` seconds, so a crashed launcher leaves no worker behind for long.
+    """
     token = resolve_token(token)
     worker_cls = {"learner": FlaskFileSystemLearner, "collector": FlaskFileSystemCollector}[role]
 
@@ -400,6 +407,7 @@ def run_worker(
             handlers=handlers,
             token=token,
             host=host,
+            port=port,
             advertise_address=advertise,
             heartbeat_period=heartbeat_period,
         )
@@ -410,7 +418,12 @@ def run_worker(
     try:
         worker.start()
         while not worker.closed.wait(0.2):
-            pass
+            silent = time.monotonic() - worker.slave.last_contact
+            if silent > master_timeout:
+                get_logger(role).error(
+                    f"the coordinator has not answered for {silent:.0f} s; stopping"
+                )
+                return 1
         time.sleep(0.3)  # let the close task's result reach the coordinator
     except KeyboardInterrupt:
         return 130

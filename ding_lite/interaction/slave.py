@@ -127,6 +127,8 @@ class Slave:
         self._stopping = threading.Event()
         self._registered = False
         self._heartbeat_thread: threading.Thread | None = None
+        #: ``time.monotonic()`` of the last registration or heartbeat the master answered.
+        self.last_contact = time.monotonic()
         self._worker_thread: threading.Thread | None = None
         json_route(self.app, SLAVE_TASK, TASK_SCHEMA)(self._handle_task)
         json_route(self.app, SLAVE_PING, PING_SCHEMA)(self._handle_ping)
@@ -259,6 +261,7 @@ class Slave:
                     # The master forgot us (restart, or we were declared lost): come back.
                     logger.warning("master does not know '%s'; registering again", self.worker_id)
                     self._client.post(MASTER_REGISTER, self._register_body(), timeout=beat_timeout)
+                self.last_contact = time.monotonic()
                 if failing:
                     logger.info("heartbeats of '%s' reach the master again", self.worker_id)
                 failing = False

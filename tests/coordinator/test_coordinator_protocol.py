@@ -67,7 +67,7 @@ def test_protocol_runs_to_the_iteration_limit_and_cleans_up(tmp_path):
     transport = LocalTransport(workers)
     statuses = []
     status = Coordinator(tiny_cfg(tmp_path), transport, on_status=statuses.append).run(10)
-    assert status.train_iter == 6 and status.done and status.stop_reason == "limit reached"
+    assert status.train_iter == 6 and status.done and status.stop_reason == "max_train_iter"
     assert status.policy_version == 6 and status.failed_tasks == 0
     assert status.envstep >= 6 * 64
     assert status.eval_return is not None  # the first collector evaluated v2, v4, v6
@@ -144,5 +144,29 @@ def test_stale_rollouts_are_dropped_and_counted(tmp_path):
     # with lag 0 only rollouts of the current version are trained on; older ones are dropped
     assert status.train_iter == 6 and status.dropped >= 1
     assert not list((tmp_path / "data").rglob("*.pt"))
+    for _, worker in workers.values():
+        worker.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_collector_that_keeps_failing_is_dropped(tmp_path):
+    """Its process still answers (heartbeats) but its loop crashed: it must not stall the run."""
+    workers = make_workers(2)
+    broken = workers["collector1"][1]
+    real = broken.data_task
+    calls = {"n": 0}
+
+    def crashes_after_two(data):
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise RuntimeError("collector collector1 failed: env exploded")
+        return real(data)
+
+    broken.data_task = crashes_after_two
+    transport = LocalTransport(workers)
+    status = Coordinator(tiny_cfg(tmp_path), transport).run(10)
+    assert status.train_iter == 6 and status.failed_tasks >= 3
+    data_calls = [w for w, n in transport.calls if n == "collector_data_task"]
+    assert data_calls.count("collector1") == 2 + 3  # dropped after 3 failures in a row
     for _, worker in workers.values():
         worker.close()

@@ -104,7 +104,7 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     assert proc.wait(timeout=150) == 0, launcher_output(tmp_path)
     run = tmp_path / "run"
     result = json.loads((run / "result.json").read_text())
-    assert result["train_iter"] == 4 and result["stop_reason"] == "limit reached"
+    assert result["train_iter"] == 4 and result["stop_reason"] == "max_train_iter"
     assert result["failed_tasks"] == 0 and result["eval_return_mean"] is not None
     assert not [p for p in (run / "data").rglob("*") if p.is_file()]
     assert (run / "ckpt").is_dir() and list((run / "policy").glob("policy_v*.pt"))

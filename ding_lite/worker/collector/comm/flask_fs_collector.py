@@ -42,7 +42,8 @@ class FlaskFileSystemCollector:
     ) -> None:
         self.worker_id = worker_id
         self._device_override = device
-        self._slave = slave_factory(self.handlers) if slave_factory is not None else None
+        #: The transport serving this worker's tasks (None: handlers are called directly).
+        self.slave = slave_factory(self.handlers) if slave_factory is not None else None
         self._logger = get_logger(f"collector.{worker_id}")
         self._async: AsyncCollector | None = None
         self._evaluated_bucket = 0
@@ -60,14 +61,14 @@ class FlaskFileSystemCollector:
         }
 
     def start(self) -> None:
-        if self._slave is not None:
-            self._slave.start()
+        if self.slave is not None:
+            self.slave.start()
 
     def close(self) -> None:
         if self._async is not None:
             self._async.stop()
-        if self._slave is not None:
-            self._slave.stop()
+        if self.slave is not None:
+            self.slave.stop()
 
     def start_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Builds env, policy and loop; loads the given policy version; starts collecting.

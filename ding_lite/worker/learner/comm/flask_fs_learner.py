@@ -62,7 +62,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
     ) -> None:
         self.worker_id = worker_id
         self._device_override = device
-        self._slave = slave_factory(self.handlers) if slave_factory is not None else None
+        #: The transport serving this worker's tasks (None: handlers are called directly).
+        self.slave = slave_factory(self.handlers) if slave_factory is not None else None
         self._logger = get_logger(f"learner.{worker_id}")
         self._learner: BaseLearner | None = None
         self._thread: threading.Thread | None = None
@@ -83,13 +84,13 @@ class FlaskFileSystemLearner(BaseCommLearner):
         }
 
     def start(self) -> None:
-        if self._slave is not None:
-            self._slave.start()
+        if self.slave is not None:
+            self.slave.start()
 
     def close(self) -> None:
         self._stop_learner(timeout=10.0)
-        if self._slave is not None:
-            self._slave.stop()
+        if self.slave is not None:
+            self.slave.stop()
 
     # --- tasks ---------------------------------------------------------------------------
     def start_task(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -241,15 +242,19 @@ class FlaskFileSystemLearner(BaseCommLearner):
         """Learn info; ``done`` says the run's env-step or iteration limit is reached."""
         learner = self._learner
         cfg = self.cfg
-        done = cfg.max_env_step is not None and learner.envstep >= cfg.max_env_step
-        done = done or (cfg.max_train_iter is not None and learner.last_iter >= cfg.max_train_iter)
+        done = None
+        if cfg.max_env_step is not None and learner.envstep >= cfg.max_env_step:
+            done = "max_env_step"
+        elif cfg.max_train_iter is not None and learner.last_iter >= cfg.max_train_iter:
+            done = "max_train_iter"
         return {
             "trained": trained,
             "iteration": learner.last_iter,
             "policy_version": learner.last_iter,
             "policy_path": policy_path,
             "published_at": time.time(),
-            "done": bool(done),
+            "done": done is not None,
+            "done_reason": done,
             "dropped": dropped,
             # JSON has no NaN: a non-finite scalar (e.g. explained variance of a constant
             # target) goes out as null.

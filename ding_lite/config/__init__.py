@@ -8,6 +8,7 @@ from ding_lite.config.config import (
     load_experiment,
     parse_overrides,
     parse_value,
+    to_plain,
 )
 from ding_lite.config.defaults import DEFAULT_CONFIG
 
@@ -20,4 +21,5 @@ __all__ = [
     "load_experiment",
     "parse_overrides",
     "parse_value",
+    "to_plain",
 ]

@@ -88,11 +88,12 @@ def deep_merge_dicts(base: Mapping, update: Mapping) -> dict:
     return merged
 
 
-def _to_plain(obj: Any) -> Any:
+def to_plain(obj: Any) -> Any:
+    """A config (EasyDict, tuples...) as plain JSON-ready dicts and lists."""
     if isinstance(obj, Mapping):
-        return {str(k): _to_plain(v) for k, v in obj.items()}
+        return {str(k): to_plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_to_plain(v) for v in obj]
+        return [to_plain(v) for v in obj]
     return obj
 
 
@@ -279,7 +280,7 @@ def load_experiment(name_or_file: str | Mapping) -> dict:
     A Python file defines ``config = dict(...)``; a YAML file holds the mapping itself.
     """
     if isinstance(name_or_file, Mapping):
-        return _to_plain(name_or_file)
+        return to_plain(name_or_file)
     text = str(name_or_file)
     path = Path(text)
     if path.suffix in (".py", ".yaml", ".yml", ".json"):
@@ -292,14 +293,14 @@ def load_experiment(name_or_file: str | Mapping) -> dict:
                 raise ConfigError(f"config file {path} failed to run: {err}") from None
             if not isinstance(namespace.get("config"), Mapping):
                 raise ConfigError(f"config file {path} must define a dict named 'config'")
-            return _to_plain(namespace["config"])
+            return to_plain(namespace["config"])
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as err:
             raise ConfigError(f"cannot parse config file {path}: {err}") from None
         if not isinstance(data, Mapping):
             raise ConfigError(f"config file {path} must hold a mapping at the top")
-        return _to_plain(data)
+        return to_plain(data)
     if text not in EXPERIMENTS:
         raise ConfigError(
             f"unknown experiment '{text}'{suggest(text, list(EXPERIMENTS))}; bundled: "

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ding_lite.config.config import to_plain
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import get_logger
 
@@ -77,7 +78,7 @@ class Coordinator:
         self.on_status = on_status
         self.status = RunStatus()
         self._logger = get_logger("coordinator")
-        self._config = _plain(cfg)
+        self._config = to_plain(cfg)
         self._buffer: list[dict[str, Any]] = []
         self._started: dict[str, int] = {}  # collector id -> seed index
         self._envsteps: dict[str, int] = {}
@@ -297,11 +298,3 @@ class Coordinator:
         self.status.failed_tasks += 1
         self._logger.error(f"task {name} on {worker} failed: {outcome.error}")
         return None
-
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    return obj

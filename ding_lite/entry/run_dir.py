@@ -8,6 +8,7 @@ from typing import Any
 
 from easydict import EasyDict
 
+from ding_lite.config.config import to_plain
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.file_io import atomic_write_json
 
@@ -37,7 +38,7 @@ def choose_exp_dir(cfg: EasyDict, resuming: bool = False) -> Path:
 
 def save_config(cfg: EasyDict, path: Path) -> None:
     """Writes the resolved config to ``<path>/config.json`` (creating the folder)."""
-    atomic_write_json(_plain(cfg), path / "config.json")
+    atomic_write_json(to_plain(cfg), path / "config.json")
 
 
 def load_saved_config(exp_dir: str | Path) -> dict[str, Any]:
@@ -57,11 +58,3 @@ def load_saved_config(exp_dir: str | Path) -> dict[str, Any]:
 
 def write_result(result: dict[str, Any], path: Path) -> None:
     atomic_write_json(result, path / "result.json")
-
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    return obj

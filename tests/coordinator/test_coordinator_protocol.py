@@ -2,6 +2,7 @@
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -170,3 +171,31 @@ def test_a_collector_that_keeps_failing_is_dropped(tmp_path):
     assert data_calls.count("collector1") == 2 + 3  # dropped after 3 failures in a row
     for _, worker in workers.values():
         worker.close()
+
+
+def test_learner_skips_an_unreadable_rollout_file(tmp_path):
+    import torch
+
+    from ding_lite.data import write_rollout
+    from ding_lite.worker.learner.comm import FlaskFileSystemLearner
+
+    learner = FlaskFileSystemLearner(worker_id="learner0")
+    cfg = tiny_cfg(tmp_path)
+    learner.start_task({"config": dict(cfg)})
+    try:
+        data = {
+            "obs": torch.zeros(64, 4),
+            "action": torch.zeros(64, dtype=torch.long),
+            "logp": torch.zeros(64),
+            "value": torch.zeros(64),
+            "adv": torch.ones(64),
+            "ret": torch.ones(64),
+        }
+        good = write_rollout(tmp_path / "data", "c0", 0, data, policy_version=0)
+        bad = dict(good, path=str(tmp_path / "data" / "c0" / "broken.pt"))
+        Path(bad["path"]).write_bytes(b"not a tensor file")
+        info = learner.learn_task({"files": [bad, good], "envstep": 64})
+        assert info["trained"] and info["dropped"] == 1 and info["iteration"] == 1
+        assert not list((tmp_path / "data" / "c0").iterdir())
+    finally:
+        learner.close_task({})

@@ -22,7 +22,7 @@ from ding_lite.data.files import read_rollout, write_policy
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
 from ding_lite.utils.device import resolve_device
-from ding_lite.utils.errors import DingLiteError
+from ding_lite.utils.errors import CheckpointError, DingLiteError
 from ding_lite.utils.log import build_tb_logger, get_logger
 from ding_lite.utils.rng import set_seed
 from ding_lite.worker.learner.base_learner import BaseLearner
@@ -172,7 +172,15 @@ class FlaskFileSystemLearner(BaseCommLearner):
         max_lag = self.cfg.system.max_policy_lag
         batches, lags, dropped = [], [], 0
         for meta in data["files"]:
-            content = read_rollout(meta["path"])
+            try:
+                content = read_rollout(meta["path"])
+            except CheckpointError as err:
+                # Files are written atomically, so this is a file that vanished or was
+                # damaged outside ding_lite: skip it (counted), keep training on the rest.
+                self._logger.warning(f"skipping rollout: {err}")
+                Path(meta["path"]).unlink(missing_ok=True)
+                dropped += 1
+                continue
             Path(meta["path"]).unlink(missing_ok=True)
             lag = version - int(content["policy_version"])
             if lag > max_lag:

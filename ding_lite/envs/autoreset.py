@@ -44,6 +44,14 @@ class RowSelect:
             self._mask_dims = 2
         self._a, self._b, self._out = views
 
+    def where_args(self) -> tuple[Tensor, Tensor, Tensor, int]:
+        """``(a, b, out, mask_dims)``: the element views, for callers that inline the select.
+
+        ``torch.where(mask if mask_dims == 1 else mask.unsqueeze(1), a, b, out=out)`` is
+        what :meth:`__call__` does.
+        """
+        return self._a, self._b, self._out, self._mask_dims
+
     def __call__(self, mask: Tensor) -> None:
         """Writes the selection into ``out``.
 
@@ -137,8 +145,13 @@ class ResetPool:
 
     def advance(self) -> None:
         """Redraws the next block of rows; call once per step after using ``values``."""
-        self._draw(self._blocks[self._cursor])
-        self._cursor = (self._cursor + 1) % len(self._blocks)
+        cursor = self._cursor
+        if self._shared_bounds is not None:  # inlined _draw: this runs on every step
+            self._blocks[cursor].uniform_(*self._shared_bounds, generator=self._generator)
+        else:
+            self._draw(self._blocks[cursor])
+        cursor += 1
+        self._cursor = 0 if cursor == len(self._blocks) else cursor
 
     def state_dict(self) -> dict[str, Any]:
         """The pool's values and cursor, for checkpoints."""

@@ -168,3 +168,55 @@ def test_sigterm_stops_every_process_within_10_s(tmp_path):
     assert list((run / "ckpt").glob("ckpt_iter*.pt"))  # the learner left a checkpoint
     result = json.loads((run / "result.json").read_text())
     assert result["stop_reason"] == "interrupted"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_per_role_commands_join_a_coordinator(tmp_path):
+    """The several-machines flow, on one machine: each role started by its own command."""
+    env = dict(os.environ, DING_LITE_TOKEN="per-role-test-token")
+    base = [sys.executable, "-m", "ding_lite"]
+    out = open(tmp_path / "coordinator.out", "w")  # noqa: SIM115
+    coordinator = subprocess.Popen(
+        [
+            *base,
+            "coordinator",
+            "-c",
+            "cartpole_ppo_parallel",
+            "--exp-dir",
+            str(tmp_path / "run"),
+            "--max-train-iter",
+            "3",
+            "system.collectors=1",
+            *FAST,
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    out.close()
+    workers = []
+    try:
+        assert wait_for(lambda: "coordinator at" in (tmp_path / "coordinator.out").read_text(), 60)
+        address = re.search(r"coordinator at (\S+);", (tmp_path / "coordinator.out").read_text())
+        address = address.group(1)
+        for role in ("learner", "collector"):
+            workers.append(
+                subprocess.Popen(
+                    [*base, role, "--coordinator", address, "--worker-id", f"{role}-x"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                )
+            )
+        assert coordinator.wait(timeout=90) == 0, (tmp_path / "coordinator.out").read_text()
+        assert all(w.wait(timeout=15) == 0 for w in workers)  # closed by the coordinator
+    finally:
+        for proc in [coordinator, *workers]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["train_iter"] == 3 and result["stop_reason"] == "max_train_iter"
+    assert not [p for p in (tmp_path / "run" / "data").rglob("*") if p.is_file()]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -68,13 +68,3 @@ class Registry(Generic[T]):
 
     def items(self) -> list[tuple[str, T]]:
         return sorted(self._items.items())
-
-
-def call_with_kwargs(fn: Callable[..., T], kwargs: dict[str, Any], what: str) -> T:
-    """Calls ``fn(**kwargs)`` turning an unexpected-keyword TypeError into a clear message."""
-    try:
-        return fn(**kwargs)
-    except TypeError as err:
-        if "unexpected keyword" in str(err) or "got an unexpected" in str(err):
-            raise TypeError(f"{what}: {err}") from None
-        raise

@@ -110,7 +110,10 @@ class SaveCkptHook(_EveryN):
 
 @register_learner_hook("log_reduce")
 class LogReduceHook(LearnerHook):
-    """Adds each iteration's ``learn_info`` to the log buffer and to tensorboard."""
+    """Adds each iteration's ``learn_info`` to the log buffer and to tensorboard.
+
+    Tensorboard also gets the seconds each timed phase took (``perf/update_s``, ...).
+    """
 
     default_priority = 10
 
@@ -123,6 +126,9 @@ class LogReduceHook(LearnerHook):
             for key, value in info.items():
                 engine.tb_logger.add_scalar(_tb_name(key), value, step)
             engine.tb_logger.add_scalar("charts/train_iter", engine.last_iter, step)
+            # Seconds per phase of this iteration (Sample Factory-style timing).
+            for phase, seconds in engine.timer.pop().items():
+                engine.tb_logger.add_scalar(f"perf/{phase}_s", seconds, step)
 
 
 @register_learner_hook("log_show")

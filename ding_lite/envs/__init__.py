@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ding_lite.envs.aircombat import AirCombatEnv
 from ding_lite.envs.base import TensorVectorEnv
 from ding_lite.envs.cartpole import CartPoleEnv
 from ding_lite.envs.pendulum import PendulumEnv
@@ -21,6 +22,7 @@ from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid
 
 __all__ = [
     "ActionSpace",
+    "AirCombatEnv",
     "Box",
     "CartPoleEnv",
     "Discrete",
@@ -132,3 +134,4 @@ def _check_kwargs(name: str, factory: EnvFactory, kwargs: dict[str, Any]) -> Non
 
 register_env(CartPoleEnv.name, CartPoleEnv)
 register_env(PendulumEnv.name, PendulumEnv)
+register_env(AirCombatEnv.name, AirCombatEnv)

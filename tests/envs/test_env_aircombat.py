@@ -1,0 +1,234 @@
+"""Air-combat env: physics invariants, hand-built hits, the CrankAgent and the env contract."""
+
+import math
+
+import pytest
+import torch
+
+from ding_lite.envs import AirCombatEnv, Box, Hybrid, create_env
+from ding_lite.envs.aircombat import CrankAgent, create_agent
+from ding_lite.envs.aircombat import physics as P
+from ding_lite.envs.aircombat.agents import APPROACH, DEFEND, DEFEND_RANGE, FIRE, FIRE_RANGE
+
+
+def _rollout(env, agent, steps):
+    obs, _ = env.reset()
+    for _ in range(steps):
+        action = agent.act(obs, inbound=env.inbound_missile()[:, 0])
+        obs, reward, terminated, truncated, info = env.step(action)
+        agent.reset(info["done"])
+        yield obs, reward, terminated, truncated, info
+
+
+def test_create_env_spaces_and_options():
+    env = create_env("aircombat", 5, device="cpu", seed=3, opponent="placeholder")
+    assert isinstance(env, AirCombatEnv)
+    assert env.action_space == Hybrid(continuous=Box((-1.0, 0.0), (1.0, 1.0)), discrete=(2,))
+    obs, info = env.reset()
+    assert obs.shape == (5, 10) and obs.dtype == torch.float32 and info == {}
+    assert (obs[:, 4] == 1).all() and (obs[:, 5] == 1).all() and (obs[:, 9] == 1).all()
+    with pytest.raises(ValueError, match="reward must be"):
+        create_env("aircombat", 2, reward="sparse")
+    with pytest.raises(ValueError, match="unknown agent 'crank'; known: rule_based"):
+        create_env("aircombat", 2, opponent="crank")
+    with pytest.raises(ValueError, match=r"shape \[5, 3\]"):
+        env.step(torch.zeros(5, 2))
+
+
+def test_dict_and_tensor_actions_agree():
+    envs = [create_env("aircombat", 8, seed=1, opponent="random") for _ in range(2)]
+    for env in envs:
+        env.reset()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(30):
+        a = torch.rand(8, 3, generator=gen) * torch.tensor([2.0, 1.0, 1.0]) - torch.tensor(
+            [1.0, 0.0, 0.0]
+        )
+        a[:, 2] = (a[:, 2] > 0.8).float()
+        out_t = envs[0].step(a)
+        out_d = envs[1].step({"rudder": a[:, 0], "throttle": a[:, 1], "fire": a[:, 2]})
+        assert torch.equal(out_t[0], out_d[0]) and torch.equal(out_t[1], out_d[1])
+
+
+def test_long_random_rollout_is_finite_bounded_and_depletes_missiles():
+    n = 256
+    env = create_env("aircombat", n, seed=0, opponent="random")
+    agent = create_agent("random", num_envs=n, seed=7, fire_prob=0.2)
+    fired = torch.zeros(2)
+    ended = 0
+    for obs, reward, _, _, info in _rollout(env, agent, 1500):
+        for o in (obs, info["final_obs"]):
+            assert torch.isfinite(o).all()
+            assert (o[:, [0, 1, 2, 7]].abs() <= 1.0 + 1e-6).all()
+            assert ((o[:, 4] >= 0) & (o[:, 4] <= 1)).all()
+            assert ((o[:, 6] >= 0) & (o[:, 6] <= 1)).all()
+        assert torch.isfinite(reward).all()
+        assert (env.x.abs() <= P.ARENA_HALF).all() and (env.y.abs() <= P.ARENA_HALF).all()
+        assert (env.stock >= 0).all() and (env.fired <= P.MISSILES).all()
+        combat = info["combat"]
+        mask = combat["mask"]
+        fired += combat["missiles_fired"][mask].sum(0).float()
+        ended += int(mask.sum())
+        # Stock and launches add up to the load-out.
+        assert torch.equal(env.stock + env.fired.float(), torch.full_like(env.stock, 4.0))
+    assert ended > n and (fired > ended).all()
+
+
+def _still(env):
+    zeros = torch.zeros(env.num_envs)
+    return {"rudder": zeros, "throttle": zeros + 0.5, "fire": zeros}
+
+
+def test_a_hit_destroys_and_ends_the_episode_with_a_win():
+    env = create_env("aircombat", 2, seed=0, opponent="placeholder", reward="zero")
+    env.reset()
+    # P2 at the origin heading east at 225 m/s; P1's first missile 600 m behind it, flying
+    # east at 800 m/s, so it passes the target within this step. In copy 1 the missile
+    # points away and cannot reach it.
+    env.x[:] = torch.tensor([[-20_000.0, 0.0]] * 2)
+    env.y[:] = 0.0
+    env.heading[:] = torch.tensor([[math.pi, 0.0]] * 2)
+    env.m_active[:, 0, 0] = True
+    env.m_x[:, 0, 0], env.m_y[:, 0, 0] = -600.0, 0.0
+    env.m_cx[:, 0, 0] = torch.tensor([1.0, -1.0])
+    env.m_cy[:, 0, 0] = 0.0
+    env.m_fuel[:, 0, 0] = 10.0
+    env.stock[:, 0] = 3.0
+    env.fired[:, 0] = 1
+    obs, reward, terminated, truncated, info = env.step(_still(env))
+    assert terminated.tolist() == [True, False] and not truncated.any()
+    assert reward.tolist() == [1.0, 0.0]
+    final = info["final_obs"]
+    assert final[0, 9] == 0.0 and final[0, 5] == 1.0  # enemy destroyed, P1 alive
+    combat = info["combat"]
+    assert combat["mask"].tolist() == [True, False]
+    assert combat["outcome"][0] == 1.0 and combat["length"][0] == 1
+    assert combat["missiles_fired"][0].tolist() == [1, 0]
+    assert obs[0, 9] == 1.0 and obs[0, 4] == 1.0  # copy 0 reset: a fresh episode
+
+
+def test_outcomes_match_alive_flags_and_dry_episodes_end():
+    n = 512
+    env = create_env("aircombat", n, seed=2, opponent="rule_based", max_episode_steps=300)
+    agent = create_agent("rule_based", num_envs=n)
+    seen = {-1.0: 0, 0.0: 0, 1.0: 0}
+    for _, _, terminated, truncated, info in _rollout(env, agent, 400):
+        combat, final = info["combat"], info["final_obs"]
+        mask = combat["mask"]
+        expected = final[:, 5] - final[:, 9]  # own alive - enemy alive
+        assert torch.equal(combat["outcome"][mask], expected[mask])
+        # A copy terminated with both alive must have run dry.
+        both_alive = terminated & (final[:, 5] == 1) & (final[:, 9] == 1)
+        assert (final[both_alive, 4] == 0).all()
+        assert torch.equal(mask, terminated | truncated)
+        for value in seen:
+            seen[value] += int((combat["outcome"][mask] == value).sum())
+    assert all(count > 0 for count in seen.values())
+
+
+def _obs(dist, bearing_deg, missiles=1.0, enemy_alive=1.0):
+    n = len(dist)
+    obs = torch.zeros(n, 10)
+    obs[:, 3] = obs[:, 8] = 1.0
+    obs[:, 4], obs[:, 5], obs[:, 9] = missiles, 1.0, enemy_alive
+    obs[:, 6] = torch.tensor(dist) / P.DISTANCE_SCALE
+    obs[:, 7] = torch.tensor(bearing_deg) / 180.0
+    return obs
+
+
+def test_crank_agent_state_machine():
+    agent = CrankAgent(num_envs=5)
+    far, in_range, close = FIRE_RANGE + 5_000.0, FIRE_RANGE - 2_000.0, DEFEND_RANGE - 3_000.0
+    obs = _obs([far, in_range, in_range, close, far], [90.0, 10.0, 50.0, 40.0, 0.0])
+    inbound = torch.tensor([False, False, False, False, True])
+    out = agent.act(obs, inbound=inbound)
+    assert agent.mode.tolist() == [APPROACH, FIRE, APPROACH, DEFEND, DEFEND]
+    assert out["fire"].tolist() == [0.0, 1.0, 0.0, 0.0, 0.0]
+    assert (out["throttle"] == 1.0).all()
+    assert out["rudder"][0] == 1.0 and out["rudder"][2] == 1.0  # turn toward the enemy
+    assert out["rudder"][3] == -1.0  # enemy 40 deg left: turn right to crank it out to 60
+    # One missile at a time: right after a launch the agent holds fire, then approaches.
+    out = agent.act(obs, inbound=inbound)
+    assert out["fire"][1] == 0.0 and agent.mode[1] == APPROACH and agent.hold[1] > 0
+    # Defend has hysteresis: between the defend and exit ranges the state is kept.
+    between = _obs([DEFEND_RANGE * 1.1] * 5, [0.0] * 5, missiles=0.0)
+    agent.act(between)
+    assert agent.mode.tolist() == [APPROACH, APPROACH, APPROACH, DEFEND, DEFEND]
+    agent.reset(torch.tensor([False, False, False, True, False]))
+    assert agent.mode[3] == APPROACH and agent.mode[4] == DEFEND
+    agent.act(_obs([DEFEND_RANGE * 1.3] * 5, [0.0] * 5, missiles=0.0))
+    assert (agent.mode == APPROACH).all()
+    # No missiles left or a dead enemy: never fires.
+    agent.reset()
+    assert not agent.act(_obs([in_range], [0.0], missiles=0.0))["fire"].any()
+    assert not agent.act(_obs([in_range], [0.0], enemy_alive=0.0))["fire"].any()
+
+
+def test_autoreset_contract():
+    n = 64
+    env = create_env("aircombat", n, seed=4, opponent="placeholder", max_episode_steps=70)
+    agent = create_agent("rule_based", num_envs=n)
+    returns = torch.zeros(n)
+    lengths = torch.zeros(n, dtype=torch.int64)
+    done_any = truncated_any = False
+    for obs, reward, terminated, truncated, info in _rollout(env, agent, 200):
+        done = info["done"]
+        assert torch.equal(done, terminated | truncated)
+        returns += reward
+        lengths += 1
+        ep = info["episode"]
+        assert torch.equal(ep["mask"], done)
+        torch.testing.assert_close(ep["return"][done], returns[done])
+        assert torch.equal(ep["length"][done], lengths[done])
+        # Finished copies restart at once; the others report the same obs twice.
+        assert (obs[done][:, [4, 5, 9]] == 1.0).all()
+        assert torch.equal(info["final_obs"][~done], obs[~done])
+        returns[done], lengths[done] = 0.0, 0
+        done_any |= bool(terminated.any())
+        truncated_any |= bool(truncated.any())
+    assert done_any and truncated_any
+
+
+def test_seed_reproduces_and_state_dict_round_trip_continues_identically():
+    def make():
+        env = create_env("aircombat", 32, seed=5, opponent="random")
+        return env, create_agent("random", num_envs=32, seed=9, fire_prob=0.2)
+
+    env, agent = make()
+    obs, _ = env.reset()
+    for _ in range(25):
+        obs, *_ = env.step(agent.act(obs))
+    saved = (env.state_dict(), agent.state_dict(), obs.clone())
+    reference = []
+    for _ in range(60):
+        obs, reward, terminated, _, info = env.step(agent.act(obs))
+        reference.append((obs, reward, terminated, info["combat"]["outcome"]))
+
+    env2, agent2 = make()
+    env2.load_state_dict(saved[0])
+    agent2.load_state_dict(saved[1])
+    obs = saved[2]
+    for ref in reference:
+        obs, reward, terminated, _, info = env2.step(agent2.act(obs))
+        assert torch.equal(obs, ref[0]) and torch.equal(reward, ref[1])
+        assert torch.equal(terminated, ref[2]) and torch.equal(info["combat"]["outcome"], ref[3])
+
+    env3, agent3 = make()
+    obs3, _ = env3.reset()
+    env4, _ = make()
+    obs4, _ = env4.reset()
+    assert torch.equal(obs3, obs4)
+
+
+def test_agents_share_one_interface():
+    obs = _obs([10_000.0, 30_000.0], [0.0, 45.0])
+    for name in ("rule_based", "placeholder", "random"):
+        agent = create_agent(name, num_envs=2, device="cpu", seed=0)
+        assert agent.train() is agent and agent.training
+        assert agent.eval() is agent and not agent.training
+        assert agent.to("cpu") is agent
+        out = agent.act(obs)
+        assert set(out) == {"rudder", "throttle", "fire"}
+        assert all(v.shape == (2,) for v in out.values())
+        agent.reset(torch.tensor([True, False]))
+        agent.reset()

@@ -68,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(parallel)
     parallel.add_argument("--collectors", type=int, help="collector processes (default 2)")
     parallel.add_argument("--learners", type=int, help="learner processes (default 1)")
+    evaluate = sub.add_parser("eval", help="evaluate a checkpoint (deterministic episodes)")
+    evaluate.add_argument("-c", "--config", required=True, help="the experiment it was trained on")
+    evaluate.add_argument("--ckpt", required=True, help="checkpoint file, or its ckpt/ folder")
+    evaluate.add_argument("--episodes", type=int, default=100, help="episodes (default 100)")
+    evaluate.add_argument("--seed", type=int, help="seed of the eval env")
+    evaluate.add_argument("--device", help="cpu, cuda, cuda:N or auto")
+    evaluate.add_argument("overrides", nargs="*", metavar="key.sub=value")
     coordinator = sub.add_parser("coordinator", help="serve the coordinator for remote workers")
     _add_run_args(coordinator)
     coordinator.add_argument("--host", help="address to bind (default 127.0.0.1)")
@@ -186,6 +193,26 @@ def _coordinator(args: argparse.Namespace) -> int:
     return 0 if result["stop_reason"] not in ("interrupted", "learner lost") else 1
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from ding_lite.entry.evaluate import evaluate_checkpoint
+
+    r = evaluate_checkpoint(
+        args.config,
+        args.ckpt,
+        episodes=args.episodes,
+        seed=args.seed,
+        device=args.device,
+        overrides=args.overrides,
+    )
+    low, high = r["ci95"]
+    print(
+        f"{r['checkpoint']} (iteration {r['train_iter']}): return {r['return_mean']:.2f} "
+        f"+- {r['return_std']:.2f}, 95% CI of the mean [{low:.2f}, {high:.2f}], over "
+        f"{r['n_episodes']} episodes (mean length {r['length_mean']:.1f})"
+    )
+    return 0
+
+
 def _worker(args: argparse.Namespace) -> int:
     from ding_lite.entry.parallel import run_worker
 
@@ -211,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         commands = {
             "serial": _serial,
+            "eval": _eval,
             "parallel": _parallel,
             "coordinator": _coordinator,
             "learner": _worker,

@@ -89,3 +89,28 @@ def test_corrupt_checkpoint_is_one_line_error(tmp_path):
 def test_no_command_prints_help():
     out = run_cli()
     assert out.returncode == 2 and "serial" in out.stdout
+
+
+def test_eval_command(tmp_path):
+    train = run_cli(
+        "serial",
+        "-c",
+        "cartpole_ppo",
+        "-q",
+        "--exp-dir",
+        str(tmp_path / "r"),
+        "--max-train-iter",
+        "2",
+        *SMALL,
+    )
+    assert train.returncode == 0, train.stderr
+    out = run_cli(
+        "eval", "-c", "cartpole_ppo", "--ckpt", str(tmp_path / "r" / "ckpt"), "--episodes", "5"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "(iteration 2)" in out.stdout and "over 5 episodes" in out.stdout
+    bad = run_cli("eval", "-c", "pendulum_ppo", "--ckpt", str(tmp_path / "r" / "ckpt"))
+    assert bad.returncode == 2 and "does not fit this experiment" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    missing = run_cli("eval", "-c", "cartpole_ppo", "--ckpt", str(tmp_path / "nope.pt"))
+    assert missing.returncode == 2 and "checkpoint not found" in missing.stderr

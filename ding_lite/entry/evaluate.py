@@ -12,10 +12,9 @@ from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
 from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import CheckpointError, ConfigError
-from ding_lite.utils.file_io import safe_torch_load
 from ding_lite.utils.rng import set_seed
 from ding_lite.worker.collector.evaluator import Evaluator
-from ding_lite.worker.learner.base_learner import CKPT_FORMAT, latest_checkpoint
+from ding_lite.worker.learner.base_learner import read_checkpoint
 
 
 def evaluate_checkpoint(
@@ -47,15 +46,7 @@ def evaluate_checkpoint(
     if episodes < 1:
         raise ConfigError(f"--episodes must be at least 1, got {episodes}")
     cfg = compile_config(cfg, overrides, seed=seed, device=device)
-    path = Path(ckpt)
-    if path.is_dir():
-        found = latest_checkpoint(path)
-        if found is None:
-            raise CheckpointError(f"no checkpoint (ckpt_iter*.pt) in {path}")
-        path = found
-    state = safe_torch_load(path)
-    if not isinstance(state, dict) or state.get("format") != CKPT_FORMAT:
-        raise CheckpointError(f"{path} is not a ding_lite checkpoint")
+    path, state = read_checkpoint(ckpt)
     set_seed(cfg.seed)
     dev = resolve_device(cfg.device)
     env = build_env(cfg, episodes, dev, cfg.seed)

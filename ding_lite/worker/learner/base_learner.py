@@ -43,6 +43,27 @@ def latest_checkpoint(folder: str | Path) -> Path | None:
     return max(found)[1] if found else None
 
 
+def read_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """Reads a checkpoint file, or the newest ``ckpt_iter*.pt`` of a folder.
+
+    Returns:
+        ``(the file read, its content)``.
+
+    Raises:
+        CheckpointError: missing, corrupt, or not a ding_lite checkpoint.
+    """
+    path = Path(path)
+    if path.is_dir():
+        found = latest_checkpoint(path)
+        if found is None:
+            raise CheckpointError(f"no checkpoint (ckpt_iter*.pt) in {path}")
+        path = found
+    state = safe_torch_load(path)
+    if not isinstance(state, dict) or state.get("format") != CKPT_FORMAT:
+        raise CheckpointError(f"{path} is not a ding_lite checkpoint")
+    return path, state
+
+
 class BaseLearner:
     """Trains a policy; hooks do logging, checkpoints and whatever a user registers.
 
@@ -269,15 +290,7 @@ class BaseLearner:
         Raises:
             CheckpointError: missing, corrupt, or not a ding_lite checkpoint.
         """
-        path = Path(path)
-        if path.is_dir():
-            found = latest_checkpoint(path)
-            if found is None:
-                raise CheckpointError(f"no checkpoint (ckpt_iter*.pt) in {path}")
-            path = found
-        state = safe_torch_load(path)
-        if not isinstance(state, dict) or state.get("format") != CKPT_FORMAT:
-            raise CheckpointError(f"{path} is not a ding_lite checkpoint")
+        path, state = read_checkpoint(path)
         try:
             self._policy.load_state_dict(state["policy"])
         except (RuntimeError, KeyError, ValueError) as err:

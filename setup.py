@@ -23,7 +23,8 @@ setup(
     ],
     extras_require={
         "gym": ["gymnasium>=1.0"],
-        "test": ["pytest", "pytest-timeout", "gymnasium>=1.0"],
+        "render": ["matplotlib"],
+        "test": ["pytest", "pytest-timeout", "gymnasium>=1.0", "matplotlib"],
         "bench": ["gymnasium>=1.0", "stable-baselines3"],
     },
     entry_points={"console_scripts": ["ding-lite=ding_lite.entry.cli:main"]},

@@ -4,8 +4,11 @@ Usage::
 
     python bench/env_throughput.py                      # cartpole, all sizes, cuda if present
     python bench/env_throughput.py --envs cartpole,pendulum --sizes 4096,65536 --seconds 1
+    python bench/env_throughput.py --envs aircombat --sizes 4096 --threads 1
 
-Each row times only ``step`` calls on pre-generated random actions, after a warm-up, in
+Each row times only ``step`` calls on pre-generated random actions (for ``aircombat``, P1 is
+flown by a CrankAgent, whose ``act`` is timed too, so both aircraft are scripted), after a
+warm-up, in
 several short windows that alternate between ours and gymnasium's so both see the same
 machine load; it reports the median window. An env is benchmarked by its ``create_env``
 name; add a gymnasium id to ``GYM_BASELINES`` to get a baseline column for it. Prints
@@ -30,6 +33,8 @@ from ding_lite.envs import Box, Discrete, Hybrid, TensorVectorEnv, create_env
 DEFAULT_SIZES = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536)
 # ding_lite env name -> gymnasium id whose numpy vector env (vector_entry_point) is compared.
 GYM_BASELINES = {"cartpole": "CartPole-v1", "pendulum": "Pendulum-v1"}
+# ding_lite env name -> agent registry name that flies P1 instead of random actions.
+SCRIPTED_P1 = {"aircombat": "rule_based"}
 ACTION_POOL = 16  # distinct pre-generated action batches, cycled through
 WINDOWS = 5
 
@@ -62,10 +67,23 @@ def random_actions(env: TensorVectorEnv, count: int, generator: torch.Generator)
 def ours_stepper(name: str, n: int, device: torch.device) -> Callable[[int], None]:
     """Returns ``run(k)``: ``k`` steps of our env, with the device synchronised at the end."""
     env = create_env(name, n, device=device, seed=0)
-    env.reset()
-    actions = random_actions(env, ACTION_POOL, torch.Generator().manual_seed(0))
+    obs, _ = env.reset()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     step = env.step
+    if name in SCRIPTED_P1:
+        from ding_lite.envs.aircombat import create_agent
+
+        agent = create_agent(SCRIPTED_P1[name], num_envs=n, device=device)
+
+        def run_scripted(k: int) -> None:
+            nonlocal obs
+            for _ in range(k):
+                obs, _, _, _, info = step(agent.act(obs, inbound=env.inbound_missile()[:, 0]))
+                agent.reset(info["done"])
+            sync()
+
+        return run_scripted
+    actions = random_actions(env, ACTION_POOL, torch.Generator().manual_seed(0))
 
     def run(k: int) -> None:
         for i in range(k):

@@ -34,6 +34,8 @@ EXPERIMENTS = (
     "gym_ppo",
     "cartpole_ppo_parallel",
     "pendulum_ppo_parallel",
+    "aircombat_ppo",
+    "aircombat_ppo_parallel",
 )
 
 # Value checks beyond the type: dotted key -> (predicate, what the value must be).

@@ -75,6 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, help="seed of the eval env")
     evaluate.add_argument("--device", help="cpu, cuda, cuda:N or auto")
     evaluate.add_argument("overrides", nargs="*", metavar="key.sub=value")
+    render = sub.add_parser(
+        "render", help="draw one air-combat episode of a checkpoint's policy to a PNG"
+    )
+    render.add_argument("-c", "--config", required=True, help="the experiment it was trained on")
+    render.add_argument("--ckpt", required=True, help="checkpoint file, or its ckpt/ folder")
+    render.add_argument("--out", default="match.png", help="PNG to write (default match.png)")
+    render.add_argument("--seed", type=int, default=0, help="seed of the episode (default 0)")
+    render.add_argument("--opponent", help="P2's agent (default: the experiment's opponent)")
+    render.add_argument("overrides", nargs="*", metavar="key.sub=value")
     coordinator = sub.add_parser("coordinator", help="serve the coordinator for remote workers")
     _add_run_args(coordinator)
     coordinator.add_argument("--host", help="address to bind (default 127.0.0.1)")
@@ -210,6 +219,36 @@ def _eval(args: argparse.Namespace) -> int:
         f"+- {r['return_std']:.2f}, 95% CI of the mean [{low:.2f}, {high:.2f}], over "
         f"{r['n_episodes']} episodes (mean length {r['length_mean']:.1f})"
     )
+    if "win_rate" in r:
+        print(_outcome_line(r))
+    return 0
+
+
+def _outcome_line(r: dict) -> str:
+    """``win 62.3% [59.3, 65.3]  loss ...  draw ...``: rates and 95% Wilson intervals, in %."""
+    parts = []
+    for name in ("win", "loss", "draw"):
+        low, high = r[f"{name}_rate_ci95"]
+        parts.append(f"{name} {100 * r[f'{name}_rate']:.1f}% [{100 * low:.1f}, {100 * high:.1f}]")
+    return "  ".join(parts)
+
+
+def _render(args: argparse.Namespace) -> int:
+    from ding_lite.entry.render import OUTCOME_TEXT, render_match
+
+    r = render_match(
+        args.config,
+        args.ckpt,
+        args.out,
+        seed=args.seed,
+        opponent=args.opponent,
+        overrides=args.overrides,
+    )
+    fired = r["missiles_fired"]
+    print(
+        f"{r['path']}: {OUTCOME_TEXT[round(r['outcome'])]} after {r['length']} steps, "
+        f"missiles fired {fired[0]}-{fired[1]} ({r['checkpoint']}, iteration {r['train_iter']})"
+    )
     return 0
 
 
@@ -239,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         commands = {
             "serial": _serial,
             "eval": _eval,
+            "render": _render,
             "parallel": _parallel,
             "coordinator": _coordinator,
             "learner": _worker,

@@ -9,11 +9,12 @@ from typing import Any
 
 from ding_lite.config.config import compile_config
 from ding_lite.envs.from_config import build_env
-from ding_lite.policy import create_policy
+from ding_lite.policy import load_policy
 from ding_lite.utils.device import resolve_device
-from ding_lite.utils.errors import CheckpointError, ConfigError
+from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.rng import set_seed
-from ding_lite.worker.collector.evaluator import Evaluator
+from ding_lite.utils.stats import wilson_interval
+from ding_lite.worker.collector.evaluator import EvalResult, Evaluator
 from ding_lite.worker.learner.base_learner import read_checkpoint
 
 
@@ -37,7 +38,9 @@ def evaluate_checkpoint(
 
     Returns:
         ``{"return_mean", "return_std", "ci95", "n_episodes", "length_mean", "checkpoint",
-        "train_iter"}``.
+        "train_iter"}``; for envs that report episode outcomes also ``win_rate``,
+        ``loss_rate``, ``draw_rate``, each with its 95% Wilson score interval under
+        ``win_rate_ci95``, ``loss_rate_ci95``, ``draw_rate_ci95``.
 
     Raises:
         ConfigError: bad config or episode count. CheckpointError: missing, corrupt or
@@ -50,17 +53,12 @@ def evaluate_checkpoint(
     set_seed(cfg.seed)
     dev = resolve_device(cfg.device)
     env = build_env(cfg, episodes, dev, cfg.seed)
-    policy = create_policy(
-        cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space, device=dev
+    policy = load_policy(
+        cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device=dev
     )
-    try:
-        policy.load_state_dict(state["policy"], model_only=True)
-    except (RuntimeError, KeyError) as err:
-        first = str(err).strip().splitlines()[0]
-        raise CheckpointError(f"checkpoint {path} does not fit this experiment: {first}") from None
     result = Evaluator(env, policy.eval_mode, seed=cfg.seed).eval()
     half = 1.96 * result.return_std / math.sqrt(max(result.n_episodes, 1))
-    return {
+    report = {
         "checkpoint": str(path),
         "train_iter": int(state["train_iter"]),
         "n_episodes": result.n_episodes,
@@ -69,3 +67,17 @@ def evaluate_checkpoint(
         "ci95": [result.return_mean - half, result.return_mean + half],
         "length_mean": result.length_mean,
     }
+    report.update(_outcome_report(result))
+    return report
+
+
+def _outcome_report(result: EvalResult) -> dict[str, Any]:
+    """Win, loss and draw rates with 95% Wilson intervals; empty without outcomes."""
+    n = result.n_episodes
+    if result.wins is None or n == 0:
+        return {}
+    report: dict[str, Any] = {}
+    for name, k in (("win", result.wins), ("loss", result.losses), ("draw", result.draws)):
+        report[f"{name}_rate"] = k / n
+        report[f"{name}_rate_ci95"] = list(wilson_interval(k, n))
+    return report

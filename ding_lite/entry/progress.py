@@ -14,7 +14,10 @@ def _fmt(value: float | None) -> str:
 
 
 class Progress:
-    """Shows env steps, SPS, latest training-episode return and eval return.
+    """Shows env steps, SPS, latest training-episode return, eval return and win rate.
+
+    The win rate (training episodes, recent window) is shown only for envs that report
+    episode outcomes.
 
     Args:
         total: env steps the run may take (None: unknown).
@@ -34,13 +37,23 @@ class Progress:
             self._bar = tqdm(total=total, unit="step", unit_scale=True, dynamic_ncols=True)
 
     def update(
-        self, envstep: int, train_iter: int, train_return: float | None, eval_return: float | None
+        self,
+        envstep: int,
+        train_iter: int,
+        train_return: float | None,
+        eval_return: float | None,
+        *,
+        win_rate: float | None = None,
     ) -> None:
         if not self.enabled:
             return
         now = time.perf_counter()
         sps = envstep / max(now - self._start, 1e-9)
         fields = dict(sps=f"{sps:,.0f}", ret=_fmt(train_return), eval=_fmt(eval_return))
+        win_text = ""
+        if win_rate is not None:
+            fields["win"] = f"{win_rate:.0%}"
+            win_text = f"win={fields['win']} "
         if self._bar is not None:
             self._bar.update(envstep - self._last_envstep)
             self._bar.set_postfix(fields, refresh=False)
@@ -49,7 +62,7 @@ class Progress:
             self._last_line = now
             print(
                 f"envstep={envstep} iter={train_iter} SPS={fields['sps']} "
-                f"episode_return={fields['ret']} eval_return={fields['eval']} "
+                f"episode_return={fields['ret']} eval_return={fields['eval']} {win_text}"
                 f"elapsed={now - self._start:.1f}s",
                 flush=True,
             )

@@ -146,9 +146,14 @@ class SerialRun:
         self.solved = self.solved or result.solved
         envstep = self.collector.envstep
         tb_logger.add_scalar("charts/eval_return", result.return_mean, envstep)
+        win_text = ""
+        if result.win_rate is not None:
+            tb_logger.add_scalar("charts/eval_win_rate", result.win_rate, envstep)
+            win_text = f", win rate {result.win_rate:.1%}"
         self.logger.info(
             f"eval at iter {self.learner.last_iter} envstep {envstep}: return "
-            f"{result.return_mean:.2f} +- {result.return_std:.2f} over {result.n_episodes} episodes"
+            f"{result.return_mean:.2f} +- {result.return_std:.2f} over {result.n_episodes} "
+            f"episodes{win_text}"
         )
 
     def _eval_due(self) -> bool:
@@ -218,11 +223,13 @@ class SerialRun:
                 data = collector.collect()
                 learner.train(data, collector.envstep)
                 _log_train(tb_logger, collector, sps_meter)
+                rates = collector.outcome_rates()
                 bar.update(
                     collector.envstep,
                     learner.last_iter,
                     collector.mean_recent_return(),
                     self.last_eval.return_mean if self.last_eval else None,
+                    win_rate=None if rates is None else rates["win_rate"],
                 )
             # End on a fresh evaluation unless the last one just solved the env.
             if not self.solved:
@@ -233,7 +240,7 @@ class SerialRun:
 
     def _result(self, wall: float, sps: float) -> dict[str, Any]:
         ev = self.last_eval
-        return {
+        result = {
             "exp_name": self.cfg.exp_name,
             "exp_dir": str(self.run_dir),
             "env": self.cfg.env.name,
@@ -251,6 +258,9 @@ class SerialRun:
             "sps": round(sps, 1),
             "skipped_steps": getattr(self.policy, "skipped_steps", 0),
         }
+        if ev.win_rate is not None:
+            result["eval_win_rate"] = ev.win_rate
+        return result
 
 
 class _SpsMeter:
@@ -272,4 +282,8 @@ def _log_train(tb_logger: Any, collector: SerialCollector, sps_meter: _SpsMeter)
     if collector.last_lengths:
         lengths = collector.last_lengths
         tb_logger.add_scalar("charts/episodic_length", sum(lengths) / len(lengths), step)
+    rates = collector.outcome_rates()
+    if rates is not None:  # over the collector's recent window, not just this rollout
+        for name, rate in rates.items():
+            tb_logger.add_scalar(f"charts/{name}", rate, step)
     tb_logger.add_scalar("charts/SPS", sps_meter.sps(), step)

@@ -34,7 +34,9 @@ class TensorVectorEnv(abc.ABC):
       ended; rows of copies that did not end equal ``obs``.
     - ``info["episode"]``: ``{"return": float32 [N], "length": int64 [N], "mask": bool [N]}``,
       the undiscounted return and length of the episodes that ended this step; only rows
-      where ``mask`` is True are meaningful.
+      where ``mask`` is True are meaningful. An env with winners and losers MAY add
+      ``"outcome"``: float32 ``[N]``, +1 win, -1 loss, 0 draw (the caller's side), valid
+      where ``mask``; collectors and the evaluator then report win, loss and draw rates.
     - ``info["done"]``: ``terminated | truncated``.
 
     Subclasses implement :meth:`_reset_state`, :meth:`_step_physics` and :meth:`_obs`.

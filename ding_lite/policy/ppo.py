@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -19,6 +20,7 @@ from ding_lite.rl_utils import (
     ppo_policy_loss,
     ppo_value_loss,
 )
+from ding_lite.utils.errors import CheckpointError
 
 
 @POLICY_REGISTRY.register("ppo")
@@ -233,3 +235,36 @@ class PPOPolicy(Policy):
 def create_policy(cfg: Any, **kwargs: Any) -> Policy:
     """Builds the policy named by ``cfg.type`` from the registry."""
     return POLICY_REGISTRY.get(cfg.type)(cfg, **kwargs)
+
+
+def load_policy(
+    cfg: Any,
+    path: Path,
+    state: dict[str, Any],
+    *,
+    obs_shape: tuple[int, ...],
+    action_space: ActionSpace,
+    device: Any,
+) -> Policy:
+    """Builds the policy ``cfg.policy`` describes and loads a checkpoint's model into it.
+
+    Args:
+        cfg: a resolved config (its ``policy`` section is read).
+        path: the checkpoint file (for messages).
+        state: its content, as ``read_checkpoint`` in ``ding_lite.worker.learner`` returns it.
+        obs_shape: shape of one observation of the env the policy acts in.
+        action_space: that env's action space.
+        device: where the model lives.
+
+    Raises:
+        CheckpointError: the checkpoint's model does not fit ``cfg.policy`` and the env.
+    """
+    policy = create_policy(
+        cfg.policy, obs_shape=obs_shape, action_space=action_space, device=device
+    )
+    try:
+        policy.load_state_dict(state["policy"], model_only=True)
+    except (RuntimeError, KeyError) as err:
+        first = str(err).strip().splitlines()[0]
+        raise CheckpointError(f"checkpoint {path} does not fit this experiment: {first}") from None
+    return policy

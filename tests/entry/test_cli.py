@@ -109,6 +109,7 @@ def test_eval_command(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "(iteration 2)" in out.stdout and "over 5 episodes" in out.stdout
+    assert "win " not in out.stdout  # CartPole reports no outcomes
     bad = run_cli("eval", "-c", "pendulum_ppo", "--ckpt", str(tmp_path / "r" / "ckpt"))
     assert bad.returncode == 2 and "does not fit this experiment" in bad.stderr
     assert "Traceback" not in bad.stderr

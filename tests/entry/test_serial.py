@@ -1,11 +1,13 @@
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from ding_lite import serial_pipeline
+from ding_lite.entry.serial import _log_train, _SpsMeter
 from ding_lite.utils.errors import CheckpointError, ConfigError
 
 SMALL = [
@@ -147,3 +149,49 @@ def test_hook_can_stop_the_run(tmp_path):
     policy = serial_pipeline("cartpole_ppo", overrides=SMALL + [hook], exp_dir=str(tmp_path))
     assert policy.result["train_iter"] == 2
     assert policy.result["stop_reason"] == "enough"
+
+
+class _Scalars:
+    """Records ``add_scalar`` calls like a tensorboard writer."""
+
+    def __init__(self):
+        self.values = {}
+
+    def add_scalar(self, tag, value, step):
+        self.values.setdefault(tag, []).append((value, step))
+
+
+def test_log_train_writes_outcome_rates_when_the_env_reports_them():
+    collector = SimpleNamespace(
+        envstep=64,
+        last_returns=[1.0, -1.0],
+        last_lengths=[10, 20],
+        outcome_rates=lambda: {"win_rate": 0.5, "loss_rate": 0.25, "draw_rate": 0.25},
+    )
+    tb = _Scalars()
+    _log_train(tb, collector, _SpsMeter(0))
+    assert tb.values["charts/win_rate"] == [(0.5, 64)]
+    assert tb.values["charts/loss_rate"] == [(0.25, 64)]
+    assert tb.values["charts/draw_rate"] == [(0.25, 64)]
+    assert len(tb.values["charts/episodic_return"]) == 2
+    collector.outcome_rates = lambda: None
+    tb = _Scalars()
+    _log_train(tb, collector, _SpsMeter(0))
+    assert not any("rate" in tag for tag in tb.values)
+
+
+def test_aircombat_run_reports_the_eval_win_rate(tmp_path):
+    overrides = [
+        "env.num_envs=4",
+        "env.kwargs.max_episode_steps=8",  # every episode a quick draw
+        "policy.collect.n_steps=8",
+        "policy.learn.batch_size=32",
+        "evaluator.n_episodes=3",
+    ]
+    policy = serial_pipeline(
+        "aircombat_ppo", overrides=overrides, exp_dir=str(tmp_path / "r"), max_train_iter=1
+    )
+    assert policy.result["eval_win_rate"] == 0.0
+    result = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert result["eval_win_rate"] == 0.0
+    assert "win rate 0.0%" in (tmp_path / "r" / "log.txt").read_text()

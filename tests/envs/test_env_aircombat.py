@@ -103,8 +103,56 @@ def test_a_hit_destroys_and_ends_the_episode_with_a_win():
     combat = info["combat"]
     assert combat["mask"].tolist() == [True, False]
     assert combat["outcome"][0] == 1.0 and combat["length"][0] == 1
+    assert torch.equal(info["episode"]["outcome"], combat["outcome"])  # the generic report
     assert combat["missiles_fired"][0].tolist() == [1, 0]
     assert obs[0, 9] == 1.0 and obs[0, 4] == 1.0  # copy 0 reset: a fresh episode
+
+
+def _face_off(env, p1_heading):
+    """P1 20 km west of P2 (P2 heading east, away); both cooled down with 4 missiles."""
+    env.reset()
+    env.x[:] = torch.tensor([[-20_000.0, 0.0]] * env.num_envs)
+    env.y[:] = 0.0
+    env.heading[:] = torch.stack([p1_heading, torch.zeros(env.num_envs)], 1)
+
+
+def test_a_launch_without_lock_spends_the_missile_and_counts_as_wasted():
+    env = create_env("aircombat", 2, seed=0, opponent="placeholder", throttle=1.0)
+    # Copy 0 faces P2 (locks), copy 1 faces away (enemy 180 degrees off the nose).
+    _face_off(env, torch.tensor([0.0, math.pi]))
+    obs, reward, _, _, _ = env.step(torch.tensor([[0.0, 1.0], [0.0, 1.0]]))
+    assert env.stock[:, 0].tolist() == [3.0, 3.0] and env.fired[:, 0].tolist() == [1, 1]
+    assert env.m_active[:, 0].sum(-1).tolist() == [1, 0]
+    survival = P.SURVIVAL_REWARD
+    assert reward.tolist() == pytest.approx([survival, survival - P.WASTED_MISSILE_PENALTY])
+    assert (env.cooldown[:, 0] == P.LAUNCH_COOLDOWN).all()  # the launcher cycled either way
+
+
+def test_the_warner_sees_missiles_within_its_range_only():
+    env = create_env("aircombat", 2, seed=0, opponent="placeholder")
+    _face_off(env, torch.zeros(2))
+    # One P1 missile toward P2 in each copy: 5 km behind P2 in copy 0, 30 km in copy 1.
+    env.m_active[:, 0, 0] = True
+    env.m_x[:, 0, 0] = torch.tensor([-5_000.0, -30_000.0])
+    env.m_y[:, 0, 0], env.m_cx[:, 0, 0], env.m_cy[:, 0, 0] = 0.0, 1.0, 0.0
+    env.m_fuel[:, 0, 0] = 40.0
+    assert not env.inbound_missile().any()  # nothing seen before a step
+    env.step(_still(env))
+    assert env.inbound_missile()[:, 1].tolist() == [True, False]
+    assert not env.inbound_missile()[:, 0].any()  # P1 has nothing inbound
+
+
+def test_fixed_throttle_takes_rudder_and_fire_only():
+    env = create_env("aircombat", 3, seed=0, opponent="placeholder", throttle=0.0)
+    assert env.action_space == Hybrid(continuous=Box((-1.0,), (1.0,)), discrete=(2,))
+    env.reset()
+    for _ in range(20):
+        env.step({"rudder": torch.zeros(3), "fire": torch.zeros(3)})
+    assert torch.allclose(env.speed[:, 0], torch.full((3,), P.MIN_SPEED))
+    with pytest.raises(ValueError, match=r"shape \[3, 2\]"):
+        env.step(torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="throttle must be in"):
+        create_env("aircombat", 2, throttle=1.5)
 
 
 def test_outcomes_match_alive_flags_and_dry_episodes_end():

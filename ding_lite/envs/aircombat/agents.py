@@ -183,11 +183,22 @@ class CrankAgent(Agent):
         self.hold = state["hold"].to(self.device).clone()
 
 
+def _ppo_agent(**kwargs: Any) -> Agent:
+    """Builds a :class:`ding_lite.entry.ppo_agent.PPOAgent`, imported on first use.
+
+    It loads policy checkpoints, which is entry-level work: envs import no policy code.
+    """
+    from ding_lite.entry.ppo_agent import PPOAgent
+
+    return PPOAgent(**kwargs)
+
+
 AgentFactory = Callable[..., Agent]
 _AGENTS: dict[str, AgentFactory] = {
     "rule_based": CrankAgent,
     "placeholder": PlaceholderAgent,
     "random": RandomAgent,
+    "ppo": _ppo_agent,
 }
 
 
@@ -202,6 +213,10 @@ def create_agent(
     name: str, *, num_envs: int, device: str | torch.device = "cpu", seed: int = 0, **kwargs
 ) -> Agent:
     """Builds the agent registered as ``name`` for ``num_envs`` env copies.
+
+    ``kwargs`` go to the agent, e.g. ``fire_prob`` for ``"random"``, or ``ckpt`` (required),
+    ``config`` and ``deterministic`` for ``"ppo"`` (see
+    :class:`ding_lite.entry.ppo_agent.PPOAgent`).
 
     Raises:
         ValueError: Unknown name; the message lists the known ones.

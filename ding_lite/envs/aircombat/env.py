@@ -24,7 +24,7 @@ if P.MISSILES not in (1, 2, 4, 8):
 _SLOT_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[P.MISSILES]
 _STATE_KEYS = (
     "x", "y", "heading", "speed", "alive", "stock", "cooldown", "fired",
-    "m_x", "m_y", "m_cx", "m_cy", "m_fuel", "m_active",
+    "m_x", "m_y", "m_cx", "m_cy", "m_fuel", "m_active", "m_seen",
 )  # fmt: skip
 
 
@@ -64,9 +64,10 @@ class AirCombatEnv(TensorVectorEnv):
     (``/ pi``, in ``[-1, 1]``), enemy speed (``/ MAX_SPEED``), enemy alive.
 
     Action ``Hybrid(Box((-1, 0), (1, 1)), (2,))``, i.e. ``[rudder, throttle, fire]`` as an
-    ``[N, 3]`` tensor, or a dict of ``[N]`` tensors with those keys. Rudder scales the turn
-    rate, throttle sets the target speed, fire >= 0.5 launches a missile if one is left and
-    the launcher has cooled down.
+    ``[N, 3]`` tensor, or a dict of ``[N]`` tensors with those keys; with a fixed
+    ``throttle``, ``Hybrid(Box((-1,), (1,)), (2,))``, i.e. ``[rudder, fire]``. Rudder scales
+    the turn rate, throttle sets the target speed, fire >= 0.5 launches a missile if one is
+    left and the launcher has cooled down.
 
     Episodes terminate when an aircraft is destroyed or when both are out of missiles with
     none in flight, and are truncated at ``max_episode_steps``. P1's reward is the outcome
@@ -93,6 +94,8 @@ class AirCombatEnv(TensorVectorEnv):
         opponent: str | Agent = "rule_based",
         reward: str = "shaped",
         max_episode_steps: int | None = P.MAX_EPISODE_STEPS,
+        throttle: float | None = None,
+        opponent_kwargs: dict[str, Any] | None = None,
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -105,13 +108,22 @@ class AirCombatEnv(TensorVectorEnv):
             reward: ``"shaped"`` adds the survival and wasted-missile terms to the outcome;
                 ``"zero"`` leaves the outcome alone.
             max_episode_steps: Time limit in steps (``DT`` seconds each); a draw.
+            throttle: Fixes P1's throttle at this value in ``[0, 1]``; the action is then
+                ``[rudder, fire]`` (``[N, 2]``; a dict may leave out ``"throttle"``). None:
+                P1 sets it.
+            opponent_kwargs: Keyword arguments for the agent ``opponent`` names (e.g.
+                ``{"ckpt": PATH}`` for ``"ppo"``); unused when ``opponent`` is an agent.
         """
         if reward not in ("shaped", "zero"):
             raise ValueError(f"reward must be 'shaped' or 'zero', got {reward!r}")
+        if throttle is not None and not 0.0 <= float(throttle) <= 1.0:
+            raise ValueError(f"throttle must be in [0, 1] or None, got {throttle!r}")
+        self.throttle = None if throttle is None else float(throttle)
+        low, high = ((-1.0,), (1.0,)) if throttle is not None else ((-1.0, 0.0), (1.0, 1.0))
         super().__init__(
             num_envs=num_envs,
             obs_shape=(OBS_DIM,),
-            action_space=Hybrid(continuous=Box((-1.0, 0.0), (1.0, 1.0)), discrete=(2,)),
+            action_space=Hybrid(continuous=Box(low, high), discrete=(2,)),
             max_episode_steps=max_episode_steps,
             device=device,
             seed=seed,
@@ -119,7 +131,11 @@ class AirCombatEnv(TensorVectorEnv):
         self.shaped = reward == "shaped"
         if isinstance(opponent, str):
             opponent = create_agent(
-                opponent, num_envs=num_envs, device=self.device, seed=(seed or 0) + 1
+                opponent,
+                num_envs=num_envs,
+                device=self.device,
+                seed=(seed or 0) + 1,
+                **(opponent_kwargs or {}),
             )
         self.opponent = opponent
         n, m, dev = num_envs, P.MISSILES, self.device
@@ -138,6 +154,7 @@ class AirCombatEnv(TensorVectorEnv):
         self.m_cy = torch.zeros(n, 2, m, device=dev)
         self.m_fuel = torch.zeros(n, 2, m, device=dev)
         self.m_active = torch.zeros(n, 2, m, dtype=torch.bool, device=dev)
+        self.m_seen = torch.zeros(n, 2, m, dtype=torch.bool, device=dev)  # within MAW_RANGE
         self._slots = torch.arange(m, device=dev)
         # Episodes last well over 8 steps, so every reset gets a draw no earlier one used.
         self._pool = ResetPool(
@@ -146,6 +163,7 @@ class AirCombatEnv(TensorVectorEnv):
         self._sides = torch.tensor([-1.0, 1.0], device=dev)  # P1, P2 on either side of the centre
         self._turn_cos = torch.tensor(math.cos(P.MISSILE_TURN_RATE * P.DT), device=dev)
         self._turn_sin = torch.tensor(math.sin(P.MISSILE_TURN_RATE * P.DT), device=dev)
+        self._lock_cos = math.cos(P.LOCK_ANGLE)
         self._p2_obs = torch.zeros(n, OBS_DIM, device=dev)  # P2's obs, for the opponent
         self._outcome = torch.zeros(n, device=dev)  # this step's outcome, before autoreset
         self._fired_final = self.fired
@@ -158,10 +176,14 @@ class AirCombatEnv(TensorVectorEnv):
     def step(self, action: Tensor | dict[str, Tensor]) -> StepResult:
         """Same contract as :meth:`TensorVectorEnv.step`; ``action`` may be a dict."""
         if isinstance(action, dict):
-            action = torch.stack([action["rudder"], action["throttle"], action["fire"]], 1)
+            keys = (
+                ("rudder", "fire") if self.throttle is not None else ("rudder", "throttle", "fire")
+            )
+            action = torch.stack([action[key] for key in keys], 1)
         obs, reward, terminated, truncated, info = super().step(action)
         done = info["done"]
         self.opponent.reset(done)
+        info["episode"]["outcome"] = self._outcome
         info["combat"] = {
             "outcome": self._outcome,
             "length": info["episode"]["length"],
@@ -171,11 +193,12 @@ class AirCombatEnv(TensorVectorEnv):
         return obs, reward, terminated, truncated, info
 
     def inbound_missile(self) -> Tensor:
-        """bool ``[N, 2]``: an enemy missile is in flight toward aircraft 0 / 1.
+        """bool ``[N, 2]``: aircraft 0 / 1's missile-approach warner sees an enemy missile.
 
-        The agent-side helper the :class:`CrankAgent` reads; not part of the observation.
+        True when an enemy missile in flight was within ``MAW_RANGE`` at the last step. The
+        agent-side helper the :class:`CrankAgent` reads; not part of the observation.
         """
-        return _swap(_any_slot(self.m_active))
+        return _swap(_any_slot(self.m_seen))
 
     def obs_both(self) -> Tensor:
         """float32 ``[N, 2, 10]``: the last observation of each side (P1, P2)."""
@@ -207,6 +230,7 @@ class AirCombatEnv(TensorVectorEnv):
             "cooldown": 0.0,
             "fired": 0,
             "m_active": False,
+            "m_seen": False,
         }
         if mask is None:
             for key, value in drawn.items():
@@ -227,8 +251,12 @@ class AirCombatEnv(TensorVectorEnv):
     def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
         opp = self.opponent.act(self._p2_obs, inbound=self.inbound_missile()[:, 1])
         rudder = torch.stack([action[:, 0], opp["rudder"]], 1).clamp(-1.0, 1.0)
-        throttle = torch.stack([action[:, 1], opp["throttle"]], 1).clamp(0.0, 1.0)
-        trigger = torch.stack([action[:, 2], opp["fire"]], 1) >= 0.5
+        if self.throttle is None:
+            p1_throttle = action[:, 1]
+        else:
+            p1_throttle = torch.full_like(action[:, 0], self.throttle)
+        throttle = torch.stack([p1_throttle, opp["throttle"]], 1).clamp(0.0, 1.0)
+        trigger = torch.stack([action[:, -1], opp["fire"]], 1) >= 0.5
         alive = self.alive
         alive_f = alive.float()
 
@@ -249,7 +277,8 @@ class AirCombatEnv(TensorVectorEnv):
         tx, ty = _swap(x)[:, :, None], _swap(y)[:, :, None]
         mx, my, mcx, mcy = self.m_x, self.m_y, self.m_cx, self.m_cy
         dx, dy = tx - mx, ty - my
-        inv = torch.rsqrt((dx * dx + dy * dy).clamp(min=1.0))
+        d2 = dx * dx + dy * dy
+        inv = torch.rsqrt(d2.clamp(min=1.0))
         ux, uy = dx * inv, dy * inv
         dot = mcx * ux + mcy * uy
         side = torch.where(mcx * uy - mcy * ux >= 0, self._turn_sin, -self._turn_sin)
@@ -272,10 +301,15 @@ class AirCombatEnv(TensorVectorEnv):
         m_active = active & ~hit & (m_fuel > 0) & inside
         wasted = (active[:, 0] & ~m_active[:, 0] & ~hit[:, 0]).sum(-1)  # P1 only
 
-        # Launch: slot k holds the k-th missile, so the free slot is MISSILES - stock.
+        self.m_seen = m_active & (d2 < P.MAW_RANGE**2)
+
+        # Launch: slot k holds the k-th missile, so the free slot is MISSILES - stock. Without
+        # a lock (enemy more than LOCK_ANGLE off the nose) the missile is spent for nothing.
         launch = trigger & alive & (self.stock > 0) & (self.cooldown <= 0)
+        ex, ey = _swap(x) - x, _swap(y) - y
+        lock = cos * ex + sin * ey >= self._lock_cos * torch.sqrt(ex * ex + ey * ey)
         slot = (P.MISSILES - self.stock).long()
-        new = (self._slots == slot[..., None]) & launch[..., None]  # [N, 2, M]
+        new = (self._slots == slot[..., None]) & (launch & lock)[..., None]  # [N, 2, M]
         self.m_x = torch.where(new, x[..., None], nx)
         self.m_y = torch.where(new, y[..., None], ny)
         self.m_cx = torch.where(new, cos[..., None], ncx)
@@ -286,6 +320,7 @@ class AirCombatEnv(TensorVectorEnv):
         self.stock = self.stock - launch.float()
         self.cooldown = torch.where(launch, P.LAUNCH_COOLDOWN, (self.cooldown - P.DT).clamp(min=0))
         self.fired = self.fired + launch.long()
+        wasted = wasted + (launch[:, 0] & ~lock[:, 0]).long()
         self.heading, self.speed, self.x, self.y = heading, speed, x, y
 
         # Outcome: a side dies when any enemy missile hit it this step.

@@ -27,6 +27,9 @@ MISSILE_TURN_RATE = math.radians(20.0)  # rad/s
 MISSILE_FLIGHT_TIME = 50.0  # s of fuel; the missile is lost when it runs out
 MISSILE_MAX_RANGE = MISSILE_SPEED * MISSILE_FLIGHT_TIME  # 40 km of straight flight
 KILL_RADIUS = 150.0  # closest approach within a step below this destroys the target
+LOCK_ANGLE = math.radians(45.0)  # a launch with the enemy further off the nose finds no lock:
+# the missile is spent (counted as fired, and wasted for P1) but nothing flies
+MAW_RANGE = 20_000.0  # the missile-approach warner sees enemy missiles within this range
 
 # Initial states: the two aircraft start this far apart around a centre near the middle.
 START_MIN_SEPARATION = 30_000.0

@@ -9,17 +9,32 @@ from typing import Any
 import torch
 
 from ding_lite.policy.base import EvalMode
+from ding_lite.utils.stats import count_outcomes
 
 
 @dataclass(frozen=True)
 class EvalResult:
-    """Statistics of one evaluation."""
+    """Statistics of one evaluation.
+
+    ``wins``, ``losses`` and ``draws`` count the finished episodes by outcome; they are None
+    when the env reports no ``info["episode"]["outcome"]``.
+    """
 
     return_mean: float
     return_std: float
     length_mean: float
     n_episodes: int
     solved: bool
+    wins: int | None = None
+    losses: int | None = None
+    draws: int | None = None
+
+    @property
+    def win_rate(self) -> float | None:
+        """``wins / n_episodes``; None without outcomes (NaN when no episode finished)."""
+        if self.wins is None:
+            return None
+        return self.wins / self.n_episodes if self.n_episodes else math.nan
 
 
 class Evaluator:
@@ -67,12 +82,16 @@ class Evaluator:
         finished = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
         returns = torch.zeros(env.num_envs, device=env.device)
         lengths = torch.zeros(env.num_envs, device=env.device)
+        outcomes: torch.Tensor | None = None  # set once the env reports outcomes
         for step in range(self.max_steps):
             obs, _, _, _, info = env.step(self.policy.forward(obs))
             episode = info["episode"]
             first = episode["mask"] & ~finished
             returns = torch.where(first, episode["return"], returns)
             lengths = torch.where(first, episode["length"].float(), lengths)
+            if "outcome" in episode:
+                before = returns.new_zeros(()) if outcomes is None else outcomes
+                outcomes = torch.where(first, episode["outcome"], before)
             finished |= episode["mask"]
             # Checking on the host costs a sync; every 8 steps is plenty.
             if step % 8 == 7 and bool(finished.all()):
@@ -83,10 +102,14 @@ class Evaluator:
         mean = float(values.mean()) if n else math.nan
         std = float(values.std(unbiased=False)) if n else math.nan
         solved = n == env.num_envs and self.stop_value is not None and mean >= self.stop_value
+        counts = None if outcomes is None else count_outcomes(outcomes.cpu()[done])
         return EvalResult(
             return_mean=mean,
             return_std=std,
             length_mean=float(lengths.cpu()[done].mean()) if n else math.nan,
             n_episodes=n,
             solved=solved,
+            wins=None if counts is None else counts.wins,
+            losses=None if counts is None else counts.losses,
+            draws=None if counts is None else counts.draws,
         )

@@ -8,13 +8,15 @@ from typing import Any
 import torch
 
 from ding_lite.policy.base import CollectMode
+from ding_lite.utils.stats import count_outcomes
 
 
 class SerialCollector:
     """Steps ``env`` with the policy's collect mode and computes advantages.
 
     The env keeps running across calls: each ``collect()`` continues the episodes the last one
-    left. Finished-episode statistics are kept for logging.
+    left. Finished-episode statistics are kept for logging, outcomes (win / loss / draw) too
+    when the env reports them in ``info["episode"]["outcome"]``.
 
     Args:
         env: a ``TensorVectorEnv`` (already created on its device).
@@ -25,7 +27,8 @@ class SerialCollector:
         adv_estimator: an estimator from ``ding_lite.rl_utils`` (``.fn`` gives advantages
             and returns).
         seed: seed of the first env reset.
-        stats_window: finished episodes kept for ``recent_returns`` / ``recent_lengths``.
+        stats_window: finished episodes kept for ``recent_returns`` / ``recent_lengths`` /
+            ``recent_outcomes``.
     """
 
     def __init__(
@@ -51,9 +54,12 @@ class SerialCollector:
         self.episodes = 0
         self.recent_returns: deque[float] = deque(maxlen=stats_window)
         self.recent_lengths: deque[int] = deque(maxlen=stats_window)
-        #: Returns and lengths of the episodes that finished in the last rollout.
+        #: Outcomes (+1 win, -1 loss, 0 draw); stays empty when the env reports none.
+        self.recent_outcomes: deque[float] = deque(maxlen=stats_window)
+        #: Returns, lengths and outcomes of the episodes that finished in the last rollout.
         self.last_returns: list[float] = []
         self.last_lengths: list[int] = []
+        self.last_outcomes: list[float] = []
         self._alloc()
 
     def _alloc(self) -> None:
@@ -71,6 +77,7 @@ class SerialCollector:
         self._b_ep_length = torch.empty((T, B), dtype=torch.long, device=dev)
         self._b_ep_mask = torch.empty((T, B), dtype=torch.bool, device=dev)
         self._b_actions: torch.Tensor | None = None
+        self._b_ep_outcome: torch.Tensor | None = None  # allocated if the env reports outcomes
 
     @torch.inference_mode()
     def collect(self) -> dict[str, torch.Tensor]:
@@ -100,6 +107,10 @@ class SerialCollector:
             self._b_ep_return[t] = episode["return"]
             self._b_ep_length[t] = episode["length"]
             self._b_ep_mask[t] = episode["mask"]
+            if "outcome" in episode:
+                if self._b_ep_outcome is None:
+                    self._b_ep_outcome = torch.zeros_like(self._b_rewards)
+                self._b_ep_outcome[t] = episode["outcome"]
         self._obs = obs
         T, B = self._b_rewards.shape
         # The obs after step t is the final obs for copies that ended, the next obs otherwise.
@@ -119,6 +130,9 @@ class SerialCollector:
         self.last_lengths = self._b_ep_length[mask].tolist()
         self.recent_returns.extend(self.last_returns)
         self.recent_lengths.extend(self.last_lengths)
+        if self._b_ep_outcome is not None:
+            self.last_outcomes = self._b_ep_outcome[mask].tolist()
+            self.recent_outcomes.extend(self.last_outcomes)
         self.episodes += len(self.last_returns)
         return {
             "obs": self._b_obs.flatten(0, 1).clone(),
@@ -136,6 +150,18 @@ class SerialCollector:
         tail = list(self.recent_returns)[-last:]
         return sum(tail) / len(tail)
 
+    def outcome_rates(self) -> dict[str, float] | None:
+        """Win, loss and draw rates over ``recent_outcomes`` (the last ``stats_window``
+        finished episodes).
+
+        Returns:
+            ``{"win_rate", "loss_rate", "draw_rate"}``, or None when the env reports no
+            outcomes or no episode has finished yet.
+        """
+        if not self.recent_outcomes:
+            return None
+        return count_outcomes(list(self.recent_outcomes)).rates()
+
     def state_dict(self) -> dict[str, Any]:
         """Env state, current observation and counters, so a resumed run continues exactly."""
         return {
@@ -145,6 +171,7 @@ class SerialCollector:
             "episodes": self.episodes,
             "recent_returns": list(self.recent_returns),
             "recent_lengths": list(self.recent_lengths),
+            "recent_outcomes": list(self.recent_outcomes),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -155,3 +182,5 @@ class SerialCollector:
         window = self.recent_returns.maxlen
         self.recent_returns = deque(state["recent_returns"], maxlen=window)
         self.recent_lengths = deque(state["recent_lengths"], maxlen=window)
+        # Checkpoints written before outcomes were tracked have no such key.
+        self.recent_outcomes = deque(state.get("recent_outcomes", ()), maxlen=window)

@@ -1,7 +1,8 @@
+import pytest
 import torch
 
 from ding_lite.config import get_config
-from ding_lite.envs import create_env
+from ding_lite.envs import CartPoleEnv, create_env
 from ding_lite.policy import PPOPolicy
 from ding_lite.rl_utils import gae
 from ding_lite.worker.collector import Evaluator, SerialCollector
@@ -90,3 +91,77 @@ def test_evaluator_runs_one_episode_per_copy_and_decides_stop():
     again = evaluator.eval()
     assert again.return_mean == result.return_mean  # same seed, deterministic actions
     assert not Evaluator(eval_env, policy.eval_mode, stop_value=1e9, seed=1).eval().solved
+
+
+class _ScoredCartPole(CartPoleEnv):
+    """CartPole that reports outcomes: an even episode length wins, an odd one loses."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        episode = info["episode"]
+        episode["outcome"] = torch.where(episode["length"] % 2 == 0, 1.0, -1.0)
+        return obs, reward, terminated, truncated, info
+
+
+def _collector(env, stats_window=100):
+    cfg = get_config("cartpole_ppo")
+    policy = PPOPolicy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
+    kwargs = dict(n_steps=40, gamma=0.9, gae_lambda=0.8, adv_estimator=policy.adv_estimator)
+    return SerialCollector(env, policy.collect_mode, stats_window=stats_window, **kwargs), policy
+
+
+def test_outcomes_are_kept_like_returns_and_give_rates():
+    collector, _ = _collector(_ScoredCartPole(num_envs=8, seed=0), stats_window=7)
+    assert collector.outcome_rates() is None  # no episode finished yet
+    collector.collect()
+    collector.collect()
+    assert len(collector.recent_outcomes) == len(collector.recent_returns) == 7
+    expected = [1.0 if n % 2 == 0 else -1.0 for n in collector.recent_lengths]
+    assert list(collector.recent_outcomes) == expected
+    assert len(collector.last_outcomes) == len(collector.last_returns)
+    wins = expected.count(1.0) / 7
+    assert collector.outcome_rates() == pytest.approx(
+        {"win_rate": wins, "loss_rate": 1.0 - wins, "draw_rate": 0.0}
+    )
+    # Checkpoints carry the outcomes; ones written before outcomes existed load as empty.
+    state = collector.state_dict()
+    fresh, _ = _collector(_ScoredCartPole(num_envs=8, seed=5), stats_window=7)
+    fresh.load_state_dict(state)
+    assert fresh.recent_outcomes == collector.recent_outcomes
+    del state["recent_outcomes"]
+    fresh.load_state_dict(state)
+    assert not fresh.recent_outcomes and fresh.outcome_rates() is None
+
+
+def test_envs_without_outcomes_report_none():
+    _, _, collector = make()
+    collector.collect()
+    assert collector.episodes > 0
+    assert not collector.recent_outcomes and collector.outcome_rates() is None
+    assert collector.state_dict()["recent_outcomes"] == []
+
+
+def test_evaluator_counts_first_episode_outcomes():
+    _, policy = _collector(_ScoredCartPole(num_envs=1))
+    eval_env = _ScoredCartPole(num_envs=6, seed=2)
+    result = Evaluator(eval_env, policy.eval_mode, seed=2).eval()
+    # Replay the same evaluation by hand to get each copy's first episode length.
+    obs, _ = eval_env.reset(seed=2)
+    lengths = torch.zeros(6, dtype=torch.long)
+    while (lengths == 0).any():
+        obs, _, _, _, info = eval_env.step(policy.eval_mode.forward(obs))
+        ended = info["episode"]["mask"] & (lengths == 0)
+        lengths[ended] = info["episode"]["length"][ended]
+    wins = int((lengths % 2 == 0).sum())
+    assert (result.wins, result.losses, result.draws) == (wins, 6 - wins, 0)
+    assert result.win_rate == wins / 6
+    aircombat = create_env("aircombat", 4, seed=0, opponent="placeholder", max_episode_steps=5)
+    acting = PPOPolicy(
+        get_config("aircombat_ppo").policy,
+        obs_shape=aircombat.obs_shape,
+        action_space=aircombat.action_space,
+    )
+    draws = Evaluator(aircombat, acting.eval_mode).eval()  # all truncated: draws
+    assert (draws.wins, draws.losses, draws.draws, draws.win_rate) == (0, 0, 4, 0.0)
+    plain = Evaluator(create_env("cartpole", 2, seed=1), policy.eval_mode).eval()
+    assert plain.wins is None and plain.win_rate is None

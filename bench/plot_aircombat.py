@@ -4,8 +4,8 @@ Usage::
 
     python bench/plot_aircombat.py runs/aircombat_s0 runs/aircombat_s1 --out curve.png
 
-Reads every ``tb/events.out.tfevents.*`` file under each experiment dir (tensorboardX's
-record format, parsed with its own protobuf classes: no tensorboard install needed), and
+Reads every ``tb/events.out.tfevents.*`` file under each experiment dir (with
+``ding_lite.utils.log.read_tb_scalars``: no tensorboard install needed), and
 plots ``charts/eval_win_rate`` (deterministic evaluation episodes) as solid lines and
 ``charts/win_rate`` (the training episodes' recent window) as faint ones, one colour per
 run. Also prints each run's last evaluation and the env step where eval first reached
@@ -15,32 +15,13 @@ run. Also prints each run's last evaluation and the env step where eval first re
 from __future__ import annotations
 
 import argparse
-import struct
+import json
 from pathlib import Path
 
-from tensorboardX.proto import event_pb2
+from ding_lite.utils.log import read_tb_scalars
 
 EVAL_TAG = "charts/eval_win_rate"
 TRAIN_TAG = "charts/win_rate"
-
-
-def read_scalars(path: Path) -> dict[str, list[tuple[int, float]]]:
-    """``{tag: [(step, value), ...]}`` of one event file (records: length, crc, data, crc)."""
-    scalars: dict[str, list[tuple[int, float]]] = {}
-    data = path.read_bytes()
-    pos = 0
-    while pos + 12 <= len(data):
-        (length,) = struct.unpack_from("<Q", data, pos)
-        start, end = pos + 12, pos + 12 + length
-        if end + 4 > len(data):
-            break  # a record still being written
-        event = event_pb2.Event()
-        event.ParseFromString(data[start:end])
-        for value in event.summary.value:
-            if value.HasField("simple_value"):
-                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
-        pos = end + 4
-    return scalars
 
 
 def run_scalars(exp_dir: Path) -> dict[str, list[tuple[int, float]]]:
@@ -50,9 +31,17 @@ def run_scalars(exp_dir: Path) -> dict[str, list[tuple[int, float]]]:
     if not files:
         raise SystemExit(f"error: no tensorboard event file in {exp_dir / 'tb'}")
     for path in files:
-        for tag, points in read_scalars(path).items():
+        for tag, points in read_tb_scalars(path).items():
             merged.setdefault(tag, []).extend(points)
     return {tag: sorted(points) for tag, points in merged.items()}
+
+
+def _label(exp_dir: Path) -> str:
+    """``seed S`` from the run's saved config, else the folder's name."""
+    try:
+        return f"seed {json.loads((exp_dir / 'config.json').read_text())['seed']}"
+    except (OSError, ValueError, KeyError):
+        return exp_dir.name
 
 
 def main() -> None:
@@ -80,7 +69,7 @@ def main() -> None:
             steps, values = zip(*scalars[TRAIN_TAG], strict=True)
             ax.plot([s / 1e6 for s in steps], values, color=colour, alpha=0.25, linewidth=0.8)
         steps, values = zip(*evals, strict=True)
-        ax.plot([s / 1e6 for s in steps], values, color=colour, label=exp_dir.name)
+        ax.plot([s / 1e6 for s in steps], values, color=colour, label=_label(exp_dir))
         first = next((s for s, v in evals if v >= args.target), None)
         reached = f"{first:,}" if first is not None else "never"
         print(

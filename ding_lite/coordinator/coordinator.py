@@ -46,6 +46,7 @@ class RunStatus:
     policy_lag: float = 0.0
     dropped: int = 0
     eval_return: float | None = None
+    eval_win_rate: float | None = None  # envs that report episode outcomes only
     solved: bool = False
     done: bool = False
     stop_reason: str | None = None
@@ -53,6 +54,7 @@ class RunStatus:
     learners_alive: int = 0
     failed_tasks: int = 0
     episode_returns: list[float] = field(default_factory=list)
+    episode_outcomes: list[float] = field(default_factory=list)
     sync_latency_s: list[float] = field(default_factory=list)
     learn_latency_s: list[float] = field(default_factory=list)
     control_latency_s: list[float] = field(default_factory=list)
@@ -82,6 +84,7 @@ class Coordinator:
         self._buffer: list[dict[str, Any]] = []
         self._started: dict[str, int] = {}  # collector id -> seed index
         self._envsteps: dict[str, int] = {}
+        self._envstep_base = 0  # env steps of the run this one resumes (0 for a fresh run)
         self._stop_requested: str | None = None
         self._evaluator: str | None = None  # the collector that evaluates
         self._excluded: set[str] = set()  # collectors that failed to start or keep failing
@@ -104,6 +107,8 @@ class Coordinator:
         self.batch_size = int(start["batch_size"])
         self._policy = (start["policy_path"], int(start["policy_version"]), start["published_at"])
         self.status.policy_version = int(start["policy_version"])
+        self._envstep_base = self.status.envstep = int(start.get("envstep", 0))
+        self.status.train_iter = int(start["policy_version"])
         try:
             self._loop(learner)
         except KeyboardInterrupt:
@@ -204,18 +209,21 @@ class Coordinator:
                 self._data_failures[cid] = 0
                 self.status.control_latency_s.append(time.perf_counter() - sent)
                 self._take_collector_output(cid, out)
-        self.status.envstep = sum(self._envsteps.values())
+        self.status.envstep = self._envstep_base + sum(self._envsteps.values())
 
     def _take_collector_output(self, cid: str, out: dict[str, Any]) -> None:
         self._buffer.extend(out["files"])
         self._envsteps[cid] = int(out.get("envstep", self._envsteps.get(cid, 0)))
         self.status.episode_returns.extend(out.get("episode_returns", []))
+        self.status.episode_outcomes.extend(out.get("episode_outcomes", []))
         self.status.sync_latency_s.extend(out.get("sync_latency_s", []))
         for report in out.get("evals", []):
             self.status.eval_return = report["return_mean"]
+            win_rate = self.status.eval_win_rate = report.get("win_rate")
+            win_text = "" if win_rate is None else f", win rate {win_rate:.1%}"
             self._logger.info(
                 f"eval of policy v{report['policy_version']}: return "
-                f"{report['return_mean']:.2f} over {report['n_episodes']} episodes"
+                f"{report['return_mean']:.2f} over {report['n_episodes']} episodes{win_text}"
             )
             self.status.solved = self.status.solved or bool(report["solved"])
 
@@ -287,7 +295,7 @@ class Coordinator:
                 if out is not None:
                     self._take_collector_output(cid, out)
         leftovers, self._buffer = self._buffer, []
-        self.status.envstep = sum(self._envsteps.values())
+        self.status.envstep = self._envstep_base + sum(self._envsteps.values())
         if learner in self.transport.worker_ids("learner"):
             self._task(learner, "learner_close_task", {"discard": leftovers}, timeout)
 

@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(parallel)
     parallel.add_argument("--collectors", type=int, help="collector processes (default 2)")
     parallel.add_argument("--learners", type=int, help="learner processes (default 1)")
-    evaluate = sub.add_parser("eval", help="evaluate a checkpoint (deterministic episodes)")
+    evaluate = sub.add_parser("eval", help="evaluate a checkpoint (the experiment's eval episodes)")
     evaluate.add_argument("-c", "--config", required=True, help="the experiment it was trained on")
     evaluate.add_argument("--ckpt", required=True, help="checkpoint file, or its ckpt/ folder")
     evaluate.add_argument("--episodes", type=int, default=100, help="episodes (default 100)")
@@ -127,9 +127,11 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
 def _summary(result: dict) -> str:
     status = "solved" if result["solved"] else "not solved"
+    win = result.get("eval_win_rate")
+    win_text = "" if win is None else f" (win rate {win:.1%})"
     return (
         f"{status}: eval return {result['eval_return_mean']:.2f} over {result['eval_episodes']} "
-        f"episodes, {result['envstep']} env steps, {result['train_iter']} iterations, "
+        f"episodes{win_text}, {result['envstep']} env steps, {result['train_iter']} iterations, "
         f"{result['wall_s']:.1f} s ({result['sps']:,.0f} SPS)"
     )
 
@@ -158,12 +160,11 @@ def _serial(args: argparse.Namespace) -> int:
 def _parallel(args: argparse.Namespace) -> int:
     from ding_lite.entry.parallel import parallel_pipeline
 
-    if not args.config:
-        raise DingLiteError("parallel needs -c EXPERIMENT_OR_FILE")
-    if args.resume:
-        raise DingLiteError("parallel does not support --resume yet")
+    if bool(args.config) == bool(args.resume):
+        raise DingLiteError("parallel needs either -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
     result = parallel_pipeline(
         args.config,
+        resume=args.resume,
         seed=args.seed,
         overrides=_overrides(args),
         exp_dir=args.exp_dir,
@@ -181,10 +182,8 @@ def _parallel(args: argparse.Namespace) -> int:
 def _coordinator(args: argparse.Namespace) -> int:
     from ding_lite.entry.parallel import compile_parallel_config, run_coordinator
 
-    if not args.config:
-        raise DingLiteError("coordinator needs -c EXPERIMENT_OR_FILE")
-    if args.resume:
-        raise DingLiteError("coordinator does not support --resume yet")
+    if bool(args.config) == bool(args.resume):
+        raise DingLiteError("coordinator needs either -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
     extra = _overrides(args)
     if args.host:
         extra.append(f"system.host={args.host}")
@@ -197,8 +196,9 @@ def _coordinator(args: argparse.Namespace) -> int:
         exp_dir=args.exp_dir,
         device=args.device,
         max_train_iter=args.max_train_iter,
+        resume=args.resume,
     )
-    result = run_coordinator(cfg, progress=not args.quiet)
+    result = run_coordinator(cfg, progress=not args.quiet, resuming=bool(args.resume))
     return 0 if result["stop_reason"] not in ("interrupted", "learner lost") else 1
 
 

@@ -1,4 +1,5 @@
-"""``ding-lite eval``: deterministic evaluation of a checkpoint, for any experiment."""
+"""``ding-lite eval``: evaluation of a checkpoint with its experiment's eval mode, for any
+experiment (deterministic actions unless ``policy.eval.deterministic`` is false)."""
 
 from __future__ import annotations
 

@@ -19,15 +19,23 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ding_lite.config.config import compile_config
+from ding_lite.config.config import compile_config, deep_merge_dicts
 from ding_lite.coordinator import Coordinator, RunStatus
-from ding_lite.entry.run_dir import choose_exp_dir, save_config, write_result
+from ding_lite.entry.run_dir import choose_exp_dir, load_saved_config, save_config, write_result
 from ding_lite.interaction import Master, Slave, generate_token, resolve_token
-from ding_lite.utils.errors import ConfigError
-from ding_lite.utils.log import get_logger, setup_console_logging, setup_file_logging
+from ding_lite.utils.errors import CheckpointError, ConfigError
+from ding_lite.utils.log import (
+    build_tb_logger,
+    get_logger,
+    setup_console_logging,
+    setup_file_logging,
+)
+from ding_lite.utils.stats import count_outcomes
 from ding_lite.worker.collector.comm import FlaskFileSystemCollector
+from ding_lite.worker.learner import latest_checkpoint
 from ding_lite.worker.learner.comm import FlaskFileSystemLearner
 
+STATS_WINDOW = 100  # training episodes behind the status line's and result's win rate
 CHILD_STOP_S = 8.0  # children get this long to exit before they are killed
 
 
@@ -42,8 +50,24 @@ def compile_parallel_config(
     collectors: int | None = None,
     max_env_step: int | None = None,
     max_train_iter: int | None = None,
+    resume: str | Path | None = None,
 ) -> Any:
-    """Resolves a parallel run's config; the run dir and shared folders become absolute."""
+    """Resolves a parallel run's config; the run dir and shared folders become absolute.
+
+    With ``resume`` (an experiment dir) ``cfg`` must be None: the run's saved config is
+    used, overrides still apply, and the learner starts from the newest checkpoint. What
+    was collected but not learned from is dropped: the shared data folder is emptied.
+    """
+    if resume is not None:
+        if cfg is not None:
+            raise ConfigError("pass either a config or resume=EXP_DIR, not both")
+        cfg = load_saved_config(resume)
+        exp_dir = str(resume)
+        ckpt = Path(resume) / "ckpt"
+        if latest_checkpoint(ckpt) is None:
+            raise CheckpointError(f"cannot resume {resume}: no checkpoint in {ckpt}")
+    elif cfg is None:
+        raise ConfigError("a parallel run needs a config (or resume=EXP_DIR)")
     extra = list(overrides) if not isinstance(overrides, Mapping) else []
     if learners is not None:
         extra.append(f"system.learners={learners}")
@@ -60,7 +84,10 @@ def compile_parallel_config(
     )
     if cfg.system.learners != 1:
         raise ConfigError("system.learners: only 1 learner is supported for now")
-    run_dir = choose_exp_dir(cfg).resolve()
+    if resume is not None:
+        hook = {"load_ckpt_before_run": str((Path(resume) / "ckpt").resolve())}
+        cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, hook)
+    run_dir = choose_exp_dir(cfg, resuming=resume is not None).resolve()
     cfg.exp_dir = str(run_dir)
     cfg.system.path_data = str(Path(cfg.system.path_data or run_dir / "data").resolve())
     cfg.system.path_policy = str(Path(cfg.system.path_policy or run_dir / "policy").resolve())
@@ -68,7 +95,7 @@ def compile_parallel_config(
 
 
 def parallel_pipeline(
-    cfg: str | Mapping,
+    cfg: str | Mapping | None = None,
     seed: int | None = None,
     *,
     overrides: Iterable[str] | Mapping = (),
@@ -78,6 +105,7 @@ def parallel_pipeline(
     collectors: int | None = None,
     max_env_step: int | None = None,
     max_train_iter: int | None = None,
+    resume: str | Path | None = None,
     progress: bool = False,
     status_interval: float = 5.0,
 ) -> dict[str, Any]:
@@ -88,6 +116,9 @@ def parallel_pipeline(
         seed, overrides, exp_dir, device, max_env_step, max_train_iter: as for
             :func:`serial_pipeline`.
         learners, collectors: worker processes (``system.learners`` / ``system.collectors``).
+        resume: an experiment dir to continue (then ``cfg`` must be None): its saved config
+            and newest checkpoint (weights, optimizer, iteration and env-step counts). The
+            collectors start fresh episodes; rollouts not yet learned from are dropped.
         progress: print where logs go and a status line every ``status_interval`` seconds.
 
     Returns:
@@ -103,8 +134,11 @@ def parallel_pipeline(
         collectors=collectors,
         max_env_step=max_env_step,
         max_train_iter=max_train_iter,
+        resume=resume,
     )
     run_dir = Path(cfg.exp_dir)
+    if resume is not None:
+        _clean_data(Path(cfg.system.path_data))  # rollouts of the crashed run: not learned
     token = cfg.system.token or generate_token()
     save_config(cfg, run_dir)
     log_dir = run_dir / "logs"
@@ -115,6 +149,7 @@ def parallel_pipeline(
     master = _start_master(cfg, token)
     children: dict[str, subprocess.Popen] = {}
     status = RunStatus()
+    tb: _TbStatus | None = None
     interrupted = False
     try:
         say(f"coordinator at {master.address}; logs in {log_dir}")
@@ -125,7 +160,8 @@ def parallel_pipeline(
             counts[role] += 1
             children[worker_id] = _spawn(role, worker_id, master.address, token, cfg, log_dir)
         printer = _StatusPrinter(say, status_interval, master, start)
-        coordinator = Coordinator(cfg, _Transport(master, children), on_status=printer)
+        tb = _TbStatus(run_dir / "tb" / "coordinator")
+        coordinator = Coordinator(cfg, _Transport(master, children), on_status=_each(printer, tb))
         status = coordinator.status
         previous = _sigterm_as_interrupt()
         try:
@@ -135,6 +171,8 @@ def parallel_pipeline(
         finally:
             signal.signal(signal.SIGTERM, previous)
     finally:
+        if tb is not None:
+            tb.close()
         _stop_children(list(children.values()))
         master.stop()
         _clean_data(Path(cfg.system.path_data))
@@ -213,13 +251,65 @@ class _StatusPrinter:
         elapsed = now - self.start
         alive = len(self.master.worker_ids())
         eval_text = "-" if status.eval_return is None else f"{status.eval_return:.1f}"
+        outcomes = status.episode_outcomes[-STATS_WINDOW:]
+        win_text = f"win={_win_rate(outcomes):.0%} " if outcomes else ""
         self.say(
             f"envstep={status.envstep} SPS={status.envstep / elapsed:,.0f} "
             f"iter={status.train_iter} policy=v{status.policy_version} "
-            f"lag={status.policy_lag:.2f} eval_return={eval_text} workers_alive={alive} "
-            f"elapsed={elapsed:.1f}s",
+            f"lag={status.policy_lag:.2f} eval_return={eval_text} {win_text}"
+            f"workers_alive={alive} elapsed={elapsed:.1f}s",
             flush=True,
         )
+
+
+def _each(*callbacks: Any) -> Any:
+    """One status callback that calls each of ``callbacks`` in turn."""
+
+    def call(status: RunStatus) -> None:
+        for callback in callbacks:
+            callback(status)
+
+    return call
+
+
+class _TbStatus:
+    """Writes the run-wide figures only the coordinator sees to ``<exp_dir>/tb/coordinator``.
+
+    After every iteration, against the run's env steps: ``charts/episodic_return`` (mean
+    of the training episodes reported since the last call), ``charts/win_rate``,
+    ``charts/loss_rate`` and ``charts/draw_rate`` (last 100 training episodes, for envs that
+    report outcomes), ``charts/eval_return`` and ``charts/eval_win_rate`` (when a new
+    evaluation came in), ``charts/SPS`` and ``charts/policy_lag``. The learner's own
+    figures are in ``tb/<learner id>``.
+    """
+
+    def __init__(self, log_dir: Path) -> None:
+        self.writer = build_tb_logger(log_dir)
+        self._returns_seen = 0
+        self._eval: tuple[float | None, float | None] = (None, None)
+        self._start = time.perf_counter()
+
+    def __call__(self, status: RunStatus) -> None:
+        step, add = status.envstep, self.writer.add_scalar
+        new_returns = status.episode_returns[self._returns_seen :]
+        self._returns_seen = len(status.episode_returns)
+        if new_returns:
+            add("charts/episodic_return", statistics.fmean(new_returns), step)
+        outcomes = status.episode_outcomes[-STATS_WINDOW:]
+        if outcomes:
+            for name, rate in count_outcomes(outcomes).rates().items():
+                add(f"charts/{name}", rate, step)
+        evaluation = (status.eval_return, status.eval_win_rate)
+        if evaluation != self._eval and status.eval_return is not None:
+            add("charts/eval_return", status.eval_return, step)
+            if status.eval_win_rate is not None:
+                add("charts/eval_win_rate", status.eval_win_rate, step)
+        self._eval = evaluation
+        add("charts/SPS", step / max(time.perf_counter() - self._start, 1e-9), step)
+        add("charts/policy_lag", status.policy_lag, step)
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def _spawn(
@@ -313,6 +403,11 @@ def _steady_sps(status: RunStatus) -> float | None:
     return round((status.envstep - status.first_learn_envstep) / max(seconds, 1e-9), 1)
 
 
+def _win_rate(outcomes: list[float]) -> float | None:
+    """Share of wins among episode outcomes (+1 win, -1 loss, 0 draw); None if none."""
+    return count_outcomes(outcomes).rates()["win_rate"] if outcomes else None
+
+
 def _result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
     returns = status.episode_returns[-20:]
     return {
@@ -325,6 +420,8 @@ def _result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
         "stop_value": cfg.evaluator.stop_value,
         "eval_return_mean": status.eval_return,
         "train_return_mean": statistics.fmean(returns) if returns else None,
+        "eval_win_rate": status.eval_win_rate,
+        "train_win_rate": _win_rate(status.episode_outcomes[-STATS_WINDOW:]),
         "envstep": status.envstep,
         "train_iter": status.train_iter,
         "policy_version": status.policy_version,
@@ -344,19 +441,27 @@ def _result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
 
 def _summary(result: dict[str, Any]) -> str:
     state = "solved" if result["solved"] else f"not solved ({result['stop_reason']})"
-    ev = result["eval_return_mean"]
+    ev, win = result["eval_return_mean"], result["eval_win_rate"]
+    win_text = "" if win is None else f" (win rate {win:.1%})"
     return (
-        f"{state}: eval return {'-' if ev is None else f'{ev:.2f}'}, {result['envstep']} env "
+        f"{state}: eval return {'-' if ev is None else f'{ev:.2f}'}{win_text}, "
+        f"{result['envstep']} env "
         f"steps, {result['train_iter']} iterations, {result['wall_s']:.1f} s "
         f"({result['sps']:,.0f} SPS)"
     )
 
 
 # --- per-role runners (one machine each) -----------------------------------------------
-def run_coordinator(cfg: Any, progress: bool = True) -> dict[str, Any]:
-    """Serves the coordinator and runs the protocol with workers that register themselves."""
+def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> dict[str, Any]:
+    """Serves the coordinator and runs the protocol with workers that register themselves.
+
+    ``resuming``: ``cfg`` comes from ``compile_parallel_config(None, resume=EXP_DIR)``; the
+    data folder's leftovers are dropped first.
+    """
     token = resolve_token(cfg.system.token)
     run_dir = Path(cfg.exp_dir)
+    if resuming:
+        _clean_data(Path(cfg.system.path_data))
     save_config(cfg, run_dir)
     say = print if progress else (lambda *a, **k: None)
     start = time.perf_counter()
@@ -364,11 +469,13 @@ def run_coordinator(cfg: Any, progress: bool = True) -> dict[str, Any]:
     try:
         say(f"coordinator at {master.address}; waiting for workers", flush=True)
         printer = _StatusPrinter(say, 5.0, master, start)
+        tb = _TbStatus(run_dir / "tb" / "coordinator")
         previous = _sigterm_as_interrupt()
         try:
-            status = Coordinator(cfg, master, on_status=printer).run(wait_workers=3600.0)
+            status = Coordinator(cfg, master, on_status=_each(printer, tb)).run(wait_workers=3600.0)
         finally:
             signal.signal(signal.SIGTERM, previous)
+            tb.close()
     finally:
         master.stop()
         _clean_data(Path(cfg.system.path_data))

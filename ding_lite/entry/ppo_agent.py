@@ -38,6 +38,7 @@ class PPOAgent(Agent):
         config: The experiment the checkpoint was trained with (name, file or dict).
         deterministic: True acts with the most likely action; False samples, from a stream
             seeded by ``seed``, so the caller's global RNG is neither used nor advanced.
+            None (default): as the experiment evaluates (``policy.eval.deterministic``).
         overrides: Dotted overrides of ``config``, as for the pipelines.
 
     Attributes:
@@ -55,7 +56,7 @@ class PPOAgent(Agent):
         seed: int = 0,
         ckpt: str | Path | None = None,
         config: str | Mapping = "aircombat_ppo",
-        deterministic: bool = True,
+        deterministic: bool | None = None,
         overrides: Iterable[str] | Mapping = (),
     ) -> None:
         super().__init__(num_envs=num_envs, device=device, seed=seed)
@@ -88,6 +89,8 @@ class PPOAgent(Agent):
         )
         self.policy.model.eval()
         self.throttle = 1.0 if probe.throttle is None else probe.throttle
+        if deterministic is None:
+            deterministic = bool(cfg.policy.eval.deterministic)
         self.deterministic = deterministic
         self.generator = torch.Generator()  # on the CPU: it only draws seeds
         self.generator.manual_seed(seed)

@@ -1,6 +1,7 @@
 """``ding-lite render``: one air-combat episode of a checkpoint's policy, drawn as a PNG.
 
-P1 flies the checkpoint's policy (deterministic actions), P2 the experiment's opponent. The
+P1 flies the checkpoint's policy with the experiment's eval actions (the mode unless
+``policy.eval.deterministic`` is false, as in ``aircombat_ppo``), P2 the experiment's opponent. The
 picture shows both aircraft tracks, every missile's flight, where each aircraft started and
 where one was destroyed. matplotlib is an optional dependency (``ding-lite[render]``).
 """
@@ -117,7 +118,11 @@ def render_match(
     policy = load_policy(
         cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device="cpu"
     )
-    frames, info = _play(env, policy.model)
+    # Sampled actions (policy.eval.deterministic=false) come from the seeded global stream,
+    # so a seed always draws the same match.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        frames, info = _play(env, policy.model, bool(cfg.policy.eval.deterministic))
     episode = info["episode"]
     match = {
         "outcome": float(episode["outcome"][0]) if bool(episode["mask"][0]) else 0.0,
@@ -138,7 +143,9 @@ def render_match(
     return match
 
 
-def _play(env: TrackedAirCombatEnv, model: Any) -> tuple[list[Frame], dict[str, Any]]:
+def _play(
+    env: TrackedAirCombatEnv, model: Any, deterministic: bool
+) -> tuple[list[Frame], dict[str, Any]]:
     """Runs copy 0's first episode; returns its frames (the initial one first) and the
     last step's info."""
     obs, _ = env.reset()
@@ -146,7 +153,7 @@ def _play(env: TrackedAirCombatEnv, model: Any) -> tuple[list[Frame], dict[str, 
     info: dict[str, Any] = {}
     with torch.inference_mode():
         for _ in range(MAX_STEPS):
-            action, _, _ = model.act(obs, deterministic=True)
+            action, _, _ = model.act(obs, deterministic=deterministic)
             obs, _, _, _, info = env.step(action)
             frames.append(env.last_frame)
             if bool(info["episode"]["mask"][0]):

@@ -14,6 +14,12 @@ from .dists import ActionBounds, ActionDist, CategoricalDist, GaussianDist, Hybr
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+HYBRID_MEAN_BOUND = 5.0
+"""Pre-squash means of a Hybrid space's Gaussian are softly bounded to +-this
+(``b * tanh(x / b)``). ``tanh(5)`` is 0.99991, full deflection for any purpose, while an
+unbounded mean drifts far past the +-7.25 that a float32 squashed action can still encode:
+the log-probability of a stored action then no longer matches the one it was sampled with,
+and PPO's ratio overflows."""
 """Range that state-dependent log-std heads are clamped to."""
 
 
@@ -203,7 +209,8 @@ class ActorCritic(nn.Module):
         bounds = None
         if self._bounded:
             bounds = ActionBounds(self.action_loc, self.action_scale, self.action_log_scale)
-        return HybridDist(out[:, :d], log_std, logits, bounds)
+        mean = torch.tanh(out[:, :d] * (1.0 / HYBRID_MEAN_BOUND)) * HYBRID_MEAN_BOUND
+        return HybridDist(mean, log_std, logits, bounds)
 
     def forward(self, obs: Tensor) -> tuple[ActionDist, Tensor]:
         """Runs actor and critic.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 import sys
 from pathlib import Path
 
@@ -44,3 +45,29 @@ def build_tb_logger(log_dir: str | os.PathLike) -> SummaryWriter:
     """Creates a tensorboardX writer under ``log_dir``."""
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     return SummaryWriter(str(log_dir))
+
+
+def read_tb_scalars(path: str | os.PathLike) -> dict[str, list[tuple[int, float]]]:
+    """``{tag: [(step, value), ...]}`` of the scalars in one tensorboard event file.
+
+    Reads the record format (length, its crc, the event, its crc) with tensorboardX's own
+    protobuf classes, so no tensorboard install is needed; a record still being written at
+    the end of the file is left out. CRCs are not checked.
+    """
+    from tensorboardX.proto import event_pb2
+
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    data = Path(path).read_bytes()
+    pos = 0
+    while pos + 12 <= len(data):
+        (length,) = struct.unpack_from("<Q", data, pos)
+        start, end = pos + 12, pos + 12 + length
+        if end + 4 > len(data):
+            break
+        event = event_pb2.Event()
+        event.ParseFromString(data[start:end])
+        for value in event.summary.value:
+            if value.HasField("simple_value"):
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+        pos = end + 4
+    return scalars

@@ -210,7 +210,13 @@ def test_learner_start_and_close_tasks(tmp_path):
     learner = FlaskFileSystemLearner()
     start = learner.start_task({"config": dict(cfg)})
     try:
-        assert set(start) == {"policy_path", "policy_version", "batch_size", "published_at"}
+        assert set(start) == {
+            "policy_path",
+            "policy_version",
+            "envstep",
+            "batch_size",
+            "published_at",
+        }
         assert start["policy_version"] == 0
         assert start["policy_path"] == str(tmp_path / "policy" / "policy_v00000000.pt")
         n_steps, num_envs = cfg.policy.collect.n_steps, cfg.env.num_envs
@@ -478,7 +484,7 @@ def test_worker_options_and_defaults():
     assert "does not exit on its own" not in text
 
 
-def test_coordinator_refuses_resume(capsys):
+def test_coordinator_refuses_a_config_and_resume_together(capsys):
     code = cli.main(["coordinator", "-c", "cartpole_ppo_parallel", "--resume", "somewhere"])
     err = capsys.readouterr().err.strip()
     assert code == 2

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ding_lite.utils.log import read_tb_scalars
+
 FAST = [
     "system.heartbeat_period=0.2",
     "system.heartbeat_tolerance=2.0",
@@ -108,12 +110,29 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     assert result["failed_tasks"] == 0 and result["eval_return_mean"] is not None
     assert not [p for p in (run / "data").rglob("*") if p.is_file()]
     assert (run / "ckpt").is_dir() and list((run / "policy").glob("policy_v*.pt"))
+    (events,) = (run / "tb" / "coordinator").glob("events.out.tfevents.*")
+    assert {"charts/episodic_return", "charts/SPS"} <= set(read_tb_scalars(events))
     assert {p.name for p in (run / "logs").iterdir()} >= {
         "coordinator.log",
         "learner0.log",
         "collector0.log",
         "collector1.log",
     }
+    assert_all_gone(address)
+
+    # Resume: the learner goes on from its checkpoint; leftovers in data/ are dropped.
+    leftover = run / "data" / "collector0" / "00000099.pt"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"torn")
+    (tmp_path / "first_result.json").write_text(json.dumps(result))
+    proc = launch(tmp_path, "--resume", str(run), "--max-train-iter", "6", *FAST)
+    address = coordinator_address(tmp_path)
+    assert proc.wait(timeout=150) == 0, launcher_output(tmp_path)
+    resumed = json.loads((run / "result.json").read_text())
+    assert resumed["train_iter"] == 6 and resumed["policy_version"] == 6
+    assert resumed["envstep"] > result["envstep"]
+    assert not [p for p in (run / "data").rglob("*") if p.is_file()]
+    assert "ckpt_iter00000004" in (run / "logs" / "learner0.log").read_text()
     assert_all_gone(address)
 
 

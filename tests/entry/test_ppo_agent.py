@@ -34,7 +34,9 @@ def _obs(n, seed=0):
 
 
 def test_deterministic_actions_are_the_policy_s_with_the_fixed_throttle(ckpt):
-    agent = create_agent("ppo", num_envs=6, ckpt=ckpt.parent)  # a folder: its newest ckpt
+    default = create_agent("ppo", num_envs=6, ckpt=ckpt)
+    assert default.deterministic is False  # as aircombat_ppo evaluates: sampled actions
+    agent = create_agent("ppo", num_envs=6, ckpt=ckpt.parent, deterministic=True)  # a folder
     assert isinstance(agent, PPOAgent) and agent.checkpoint == ckpt and agent.train_iter == 0
     obs = _obs(6)
     out = agent.act(obs)
@@ -51,7 +53,7 @@ def test_deterministic_actions_are_the_policy_s_with_the_fixed_throttle(ckpt):
 
 def test_three_column_policy_sets_the_throttle(tmp_path):
     path, cfg = _checkpoint(tmp_path, ["env.kwargs.throttle=none"])
-    agent = create_agent("ppo", num_envs=3, ckpt=path, config=cfg)
+    agent = create_agent("ppo", num_envs=3, ckpt=path, config=cfg, deterministic=True)
     obs = _obs(3)
     out = agent.act(obs)
     with torch.no_grad():
@@ -75,7 +77,7 @@ def test_sampling_is_seeded_and_leaves_the_global_rng_alone(ckpt):
 
 
 def test_flies_p2_given_as_an_agent_or_by_name(ckpt):
-    agent = create_agent("ppo", num_envs=4, ckpt=ckpt)
+    agent = create_agent("ppo", num_envs=4, ckpt=ckpt, deterministic=True)
     by_agent = create_env("aircombat", 4, seed=1, opponent=agent, throttle=1.0)
     by_name = create_env(
         "aircombat",
@@ -83,7 +85,7 @@ def test_flies_p2_given_as_an_agent_or_by_name(ckpt):
         seed=1,
         opponent="ppo",
         throttle=1.0,
-        opponent_kwargs={"ckpt": str(ckpt)},
+        opponent_kwargs={"ckpt": str(ckpt), "deterministic": True},
     )
     assert isinstance(by_name.opponent, PPOAgent)
     by_agent.reset()

@@ -13,6 +13,7 @@ from ding_lite.model import (
     HybridDist,
     build_model,
 )
+from ding_lite.model.actor_critic import HYBRID_MEAN_BOUND
 
 OBS_DIM, B = 5, 7
 SPACES = {
@@ -139,3 +140,22 @@ def test_actor_critic_is_a_module():
     assert isinstance(model, torch.nn.Module)
     names = {n for n, _ in model.named_parameters()}
     assert "critic_encoder.0.weight" in names and "policy_head.weight" in names
+
+
+def test_hybrid_mean_is_bounded_so_saturated_actions_keep_finite_log_probs():
+    torch.manual_seed(0)
+    model = ActorCritic(4, Hybrid(Box((-1.0,), (1.0,)), (2,)), hidden_sizes=[8])
+    with torch.no_grad():
+        model.policy_head.bias[0] = 1_000.0  # a pre-squash mean far into saturation
+        model.policy_head.bias[1] = -4.0  # and a narrow std
+    obs = torch.randn(256, 4)
+    dist = model.get_dist(obs)
+    assert (dist.gauss.mean.abs() <= HYBRID_MEAN_BOUND).all()
+    action = dist.sample()
+    logp = dist.log_prob(action)
+    assert torch.isfinite(logp).all() and (logp > -100).all()
+    # A slightly different policy still gives a finite PPO ratio on these actions.
+    with torch.no_grad():
+        model.policy_head.bias[0] = 900.0
+    ratio = torch.exp(model.get_dist(obs).log_prob(action) - logp)
+    assert torch.isfinite(ratio).all()

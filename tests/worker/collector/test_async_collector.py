@@ -12,14 +12,14 @@ from ding_lite.worker.collector import SerialCollector
 from ding_lite.worker.collector.comm import AsyncCollector
 
 
-def make(tmp_path, max_pending=4):
-    cfg = get_config("cartpole_ppo")
-    env = create_env("cartpole", 4, seed=0)
+def make(tmp_path, max_pending=4, env=None, experiment="cartpole_ppo", n_steps=16):
+    cfg = get_config(experiment)
+    env = env if env is not None else create_env("cartpole", 4, seed=0)
     policy = PPOPolicy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
     collector = SerialCollector(
         env,
         policy.collect_mode,
-        n_steps=16,
+        n_steps=n_steps,
         gamma=0.99,
         gae_lambda=0.95,
         adv_estimator=policy.adv_estimator,
@@ -86,3 +86,29 @@ def test_failure_in_the_loop_is_reported_by_drain(tmp_path):
     assert wait_for(lambda: not collector.alive)
     with pytest.raises(RuntimeError, match="env exploded"):
         collector.drain()
+
+
+@pytest.mark.timeout(60)
+def test_drain_reports_episode_outcomes_of_envs_that_have_them(tmp_path):
+    env = create_env("aircombat", 64, seed=0, opponent="rule_based", throttle=1.0)
+    _, async_collector = make(
+        tmp_path, max_pending=8, env=env, experiment="aircombat_ppo", n_steps=64
+    )
+    async_collector.start()
+    try:
+        # An untrained pilot loses most fights within a few hundred steps.
+        assert wait_for(lambda: len(list((tmp_path / "c0").glob("*.pt"))) >= 8)
+        out = async_collector.drain()
+    finally:
+        async_collector.stop()
+    outcomes, returns = out["episode_outcomes"], out["episode_returns"]
+    assert len(outcomes) == len(returns) > 0
+    assert set(outcomes) <= {-1.0, 0.0, 1.0}
+
+    _, plain = make(tmp_path / "cartpole")
+    plain.start()
+    try:
+        assert wait_for(lambda: len(list((tmp_path / "cartpole" / "c0").glob("*.pt"))) >= 2)
+        assert plain.drain()["episode_outcomes"] == []
+    finally:
+        plain.stop()

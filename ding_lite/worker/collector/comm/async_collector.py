@@ -54,6 +54,7 @@ class AsyncCollector:
         self._outbox: list[dict[str, Any]] = []
         self._unconsumed: list[Path] = []  # written files the learner has not deleted yet
         self._returns: list[float] = []
+        self._outcomes: list[float] = []
         self._pending_policy: tuple[int, dict[str, Any], float] | None = None
         self._sync_latency: list[float] = []
         self._evals: list[dict[str, Any]] = []
@@ -100,7 +101,8 @@ class AsyncCollector:
         """Returns what was collected since the last call.
 
         Returns:
-            ``{"files": [metadata...], "episode_returns": [...], "envstep", "policy_version",
+            ``{"files": [metadata...], "episode_returns": [...], "episode_outcomes": [...]
+            (empty unless the env reports outcomes), "envstep", "policy_version",
             "sync_latency_s": [...], "evals": [...]}``.
 
         Raises:
@@ -113,11 +115,13 @@ class AsyncCollector:
                 ) from self._error
             files, self._outbox = self._outbox, []
             returns, self._returns = self._returns, []
+            outcomes, self._outcomes = self._outcomes, []
             latency, self._sync_latency = self._sync_latency, []
             evals, self._evals = self._evals, []
             return {
                 "files": files,
                 "episode_returns": returns,
+                "episode_outcomes": outcomes,
                 "envstep": self.collector.envstep,
                 "policy_version": self.policy_version,
                 "sync_latency_s": latency,
@@ -176,6 +180,7 @@ class AsyncCollector:
                 with self._lock:
                     self._outbox.append(meta)
                     self._returns.extend(self.collector.last_returns)
+                    self._outcomes.extend(self.collector.last_outcomes)
         except BaseException as err:  # reported to the coordinator by the next drain()
             self._logger.exception("collection thread failed")
             with self._lock:

@@ -183,6 +183,7 @@ class FlaskFileSystemCollector:
             "return_std": result.return_std,
             "n_episodes": result.n_episodes,
             "solved": result.solved,
+            "win_rate": result.win_rate,
         }
 
     def _require_async(self) -> AsyncCollector:

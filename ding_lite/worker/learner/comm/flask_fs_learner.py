@@ -147,6 +147,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         return {
             "policy_path": str(path),
             "policy_version": learner.last_iter,
+            "envstep": learner.envstep,
             "batch_size": batch,
             "published_at": time.time(),
         }

@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from types import TracebackType
 from typing import Any
 
 from ding_lite.interaction.app import DEFAULT_MAX_BODY_BYTES, json_route, make_app
@@ -44,7 +43,7 @@ from ding_lite.interaction.protocol import (
     check_id,
 )
 from ding_lite.interaction.registry import WorkerRegistry
-from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError
+from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError, Service
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger
 
@@ -53,7 +52,7 @@ WorkerCallback = Callable[[WorkerInfo], None]
 logger = get_logger("interaction.master")
 
 
-class Master:
+class Master(Service):
     """Serves ``/master/*`` and sends tasks to registered workers.
 
     Args:
@@ -155,17 +154,6 @@ class Master:
             if thread.is_alive():
                 logger.warning("thread %s still running after master.stop()", thread.name)
         self._threads = []
-
-    def __enter__(self) -> Master:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ------------------------------------------------------------------- queries
     def workers(self, role: str | None = None) -> list[WorkerInfo]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
@@ -48,7 +48,31 @@ def _handler_class(owner: HttpServer) -> type[WSGIRequestHandler]:
     return _RequestHandler
 
 
-class HttpServer:
+class Service:
+    """``with`` support for the interaction's servers: entering starts, leaving stops.
+
+    Subclasses define ``start()`` (returning ``self``) and ``stop()``.
+    """
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class HttpServer(Service):
     """Serves a WSGI app on ``host:port`` from a daemon thread.
 
     Args:
@@ -142,14 +166,3 @@ class HttpServer:
         self._thread = None
         if thread.is_alive() or self._request_threads:
             logger.warning("server '%s' threads still running after %.1f s", self.name, timeout)
-
-    def __enter__(self) -> HttpServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -8,7 +8,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from ding_lite.interaction.app import DEFAULT_MAX_BODY_BYTES, json_route, make_app
@@ -35,7 +34,7 @@ from ding_lite.interaction.protocol import (
     check_id,
     is_valid_id,
 )
-from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError
+from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError, Service
 from ding_lite.utils.errors import ConfigError, DingLiteError
 from ding_lite.utils.log import get_logger
 
@@ -59,7 +58,7 @@ class _Task:
     data: dict[str, Any]
 
 
-class Slave:
+class Slave(Service):
     """Serves ``/slave/task`` and ``/slave/ping``; registers and heartbeats with the master.
 
     Tasks are accepted at once, queued, and run in order by one worker thread; each outcome is
@@ -194,17 +193,6 @@ class Slave:
                 logger.info("could not deregister '%s' (ignored): %s", self.worker_id, e)
         self._registered = False
         self._client.close()
-
-    def __enter__(self) -> Slave:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _spawn(self, target: Callable[[], None], suffix: str) -> threading.Thread:
         name = f"{THREAD_PREFIX}slave-{self.worker_id}-{suffix}"

@@ -49,9 +49,8 @@ class Frame:
     @classmethod
     def of(cls, env: AirCombatEnv) -> Frame:
         """Copies copy 0's positions out of ``env``."""
-        return cls(
-            *(getattr(env, k)[0].clone() for k in ("x", "y", "alive", "m_x", "m_y", "m_active"))
-        )
+        x, y, m_x, m_y = (getattr(env, k)[0].clone() for k in ("x", "y", "m_x", "m_y"))
+        return cls(x, y, env.alive[0] > 0, m_x, m_y, env.m_active[0] > 0)  # float flags
 
 
 class TrackedAirCombatEnv(AirCombatEnv):

@@ -128,6 +128,34 @@ def test_a_launch_without_lock_spends_the_missile_and_counts_as_wasted():
     assert (env.cooldown[:, 0] == P.LAUNCH_COOLDOWN).all()  # the launcher cycled either way
 
 
+def test_an_evaded_enemy_missile_earns_the_defeated_reward():
+    env = create_env("aircombat", 3, seed=0, opponent="placeholder")
+    _face_off(env, torch.zeros(3))
+    # A P2 missile with one second of fuel, far from P1, in copies 0 and 1: it runs out this
+    # step. Copy 1's P1 is also being hit by another P2 missile; copy 2 has no P2 missile.
+    env.m_active[:2, 1, 0] = True
+    env.m_x[:2, 1, 0], env.m_y[:2, 1, 0] = 30_000.0, 30_000.0
+    env.m_cx[:2, 1, 0], env.m_cy[:2, 1, 0] = 1.0, 0.0
+    env.m_fuel[:2, 1, 0] = 1.0
+    env.m_active[1, 1, 1] = True
+    env.m_x[1, 1, 1], env.m_y[1, 1, 1] = -20_300.0, 0.0  # 300 m ahead of P1, head-on
+    env.m_cx[1, 1, 1], env.m_cy[1, 1, 1] = 1.0, 0.0
+    env.m_fuel[1, 1, 1] = 10.0
+    env.heading[1, 0] = math.pi
+    env.stock[:2, 1] = torch.tensor([3.0, 2.0])
+    _, reward, terminated, _, _ = env.step(_still(env))
+    assert not env.m_active[:, 1].any()
+    assert terminated.tolist() == [False, True, False]
+    survival, evaded = P.SURVIVAL_REWARD, P.DEFEATED_MISSILE_REWARD
+    # Copy 1: P1 died, so neither the survival nor the evasion term counts.
+    assert reward.tolist() == pytest.approx([survival + evaded, -1.0, survival])
+    zero = create_env("aircombat", 1, seed=0, opponent="placeholder", reward="zero")
+    _face_off(zero, torch.zeros(1))
+    zero.m_active[0, 1, 0] = True
+    zero.m_x[0, 1, 0], zero.m_y[0, 1, 0], zero.m_fuel[0, 1, 0] = 30_000.0, 30_000.0, 1.0
+    assert zero.step(_still(zero))[1].tolist() == [0.0]
+
+
 def test_the_warner_sees_missiles_within_its_range_only():
     env = create_env("aircombat", 2, seed=0, opponent="placeholder")
     _face_off(env, torch.zeros(2))

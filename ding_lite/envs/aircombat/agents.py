@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.aircombat import physics as P
+from ding_lite.envs.aircombat.flags import flag
 
 Action = dict[str, Tensor]
 
@@ -136,31 +137,36 @@ class CrankAgent(Agent):
         self.hold = torch.zeros(num_envs, device=self.device)
 
     def act(self, obs: Tensor, inbound: Tensor | None = None) -> Action:
-        dist = obs[:, 6] * P.DISTANCE_SCALE
-        bearing = obs[:, 7] * math.pi
+        # Flags are float32 1.0 / 0.0, see :mod:`.flags`.
+        dist, bearing = obs[:, 6] * P.DISTANCE_SCALE, obs[:, 7] * math.pi
         enemy_speed = obs[:, 8] * P.MAX_SPEED
-        ready = (self.hold <= 0) & (obs[:, 4] > 0) & (obs[:, 9] > 0.5)
-        fire_ok = ready & (dist < FIRE_RANGE) & (bearing.abs() < FIRE_ANGLE)
-        was_defending = self.mode == DEFEND
-        close = (dist < DEFEND_RANGE) | (was_defending & (dist < DEFEND_EXIT_RANGE))
-        threat = close if inbound is None else close | inbound
-        fire_ok = fire_ok if inbound is None else fire_ok & ~inbound
-        defend = threat & ~fire_ok
-        mode = fire_ok.long() * FIRE + defend.long() * DEFEND
+        ready = flag(torch.le, self.hold, 0.0) * flag(torch.gt, obs[:, 4], 0.0)
+        ready = ready * flag(torch.gt, obs[:, 9], 0.5)
+        in_reach = flag(torch.lt, dist, FIRE_RANGE) * flag(torch.lt, bearing.abs(), FIRE_ANGLE)
+        fire_ok = ready * in_reach
+        was_defending = flag(torch.eq, self.mode, DEFEND)
+        close = torch.maximum(
+            flag(torch.lt, dist, DEFEND_RANGE),
+            was_defending * flag(torch.lt, dist, DEFEND_EXIT_RANGE),
+        )
+        if inbound is None:
+            threat, away = close, CRANK_ANGLE
+        else:
+            inbound = inbound.float()
+            threat = torch.maximum(close, inbound)
+            fire_ok = fire_ok - fire_ok * inbound
+            away = inbound * (DRAG_ANGLE - CRANK_ANGLE) + CRANK_ANGLE
+        defend = threat - threat * fire_ok
         # Desired enemy bearing: 0 (nose on) except in Defend, where it sits on the side the
         # enemy already is, at the crank angle, or behind when a missile is inbound.
-        away = (
-            CRANK_ANGLE if inbound is None else CRANK_ANGLE + inbound * (DRAG_ANGLE - CRANK_ANGLE)
-        )
         target = torch.copysign(defend * away, bearing)
         # Turning by (bearing - target) brings the enemy to ``target`` off the nose.
         rudder = ((bearing - target) * (1.0 / (P.TURN_RATE * P.DT))).clamp(-1.0, 1.0)
-        fire = fire_ok.float()
-        flight = (dist / (P.MISSILE_SPEED - enemy_speed)).clamp(max=P.MISSILE_FLIGHT_TIME)
-        hold = torch.where(fire_ok, flight.clamp(min=FIRE_COOLDOWN), self.hold - P.DT)
-        self.hold = hold.clamp(min=0.0)
-        self.mode = mode
-        return {"rudder": rudder, "throttle": torch.ones_like(rudder), "fire": fire}
+        flight = dist / (P.MISSILE_SPEED - enemy_speed)  # the missile's estimated flight
+        flight = flight.clamp(FIRE_COOLDOWN, P.MISSILE_FLIGHT_TIME)
+        self.hold = torch.lerp(self.hold - P.DT, flight, fire_ok).clamp(min=0.0)
+        self.mode = (fire_ok * FIRE + defend * DEFEND).long()
+        return {"rudder": rudder, "throttle": torch.ones_like(rudder), "fire": fire_ok}
 
     def reset(self, env_mask: Tensor | None = None) -> None:
         if env_mask is None:

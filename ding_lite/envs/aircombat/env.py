@@ -14,14 +14,14 @@ from torch import Tensor
 
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.agents import Agent, create_agent
+from ding_lite.envs.aircombat.flags import flag
 from ding_lite.envs.autoreset import ResetPool
 from ding_lite.envs.base import StepResult, TensorVectorEnv
 from ding_lite.envs.spaces import Box, Hybrid
 
 OBS_DIM = 10
-if P.MISSILES not in (1, 2, 4, 8):
-    raise ValueError(f"MISSILES must be 1, 2, 4 or 8 (one integer per slot row), got {P.MISSILES}")
-_SLOT_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[P.MISSILES]
+# A float32 slot row [MISSILES] read as one element (see _any_slot); None: a reduction.
+_ROW_DTYPE = {1: torch.int32, 2: torch.int64, 4: torch.complex128}.get(P.MISSILES)
 _STATE_KEYS = (
     "x", "y", "heading", "speed", "alive", "stock", "cooldown", "fired",
     "m_x", "m_y", "m_cx", "m_cy", "m_fuel", "m_active", "m_seen",
@@ -29,11 +29,14 @@ _STATE_KEYS = (
 
 
 def _any_slot(flags: Tensor) -> Tensor:
-    """``flags.any(-1)`` for bool ``[N, 2, MISSILES]``: the slots read as one integer.
+    """bool ``[N, 2]``: any float32 0/1 flag of a ``[N, 2, MISSILES]`` slot row is set.
 
-    A reduction over a short last dim runs a slow strided kernel on CPU.
+    With up to four slots, a row is read as one element (four are 16 bytes: complex128),
+    since a reduction over a short last dim runs a slow strided kernel on CPU.
     """
-    return flags.view(_SLOT_INT).squeeze(-1) != 0
+    if _ROW_DTYPE is None:
+        return flags.amax(-1) != 0
+    return flags.view(_ROW_DTYPE).squeeze(-1) != 0
 
 
 _SWAP_INDEX: dict[torch.device, Tensor] = {}
@@ -72,8 +75,9 @@ class AirCombatEnv(TensorVectorEnv):
     Episodes terminate when an aircraft is destroyed or when both are out of missiles with
     none in flight, and are truncated at ``max_episode_steps``. P1's reward is the outcome
     (+1 win, -1 loss, 0 draw, both destroyed included) plus, with ``reward="shaped"``,
-    ``SURVIVAL_REWARD`` per step alive and ``-WASTED_MISSILE_PENALTY`` per P1 missile lost
-    without a hit.
+    ``SURVIVAL_REWARD`` per step alive, ``DEFEATED_MISSILE_REWARD`` per P2 missile lost
+    without a hit while P1 is alive (evaded) and ``-WASTED_MISSILE_PENALTY`` per P1 missile
+    lost without a hit.
 
     ``info["combat"]`` reports finished episodes like ``info["episode"]``: ``outcome``
     float32 ``[N]`` (P1's view), ``length`` int64 ``[N]``, ``missiles_fired`` int64
@@ -105,7 +109,7 @@ class AirCombatEnv(TensorVectorEnv):
             seed: Seed of the first :meth:`reset` called without one (the opponent's too).
             opponent: Registry name of P2's agent (``"rule_based"``, ``"placeholder"``,
                 ``"random"``) or an agent built for ``num_envs`` copies.
-            reward: ``"shaped"`` adds the survival and wasted-missile terms to the outcome;
+            reward: ``"shaped"`` adds the survival and missile terms to the outcome;
                 ``"zero"`` leaves the outcome alone.
             max_episode_steps: Time limit in steps (``DT`` seconds each); a draw.
             throttle: Fixes P1's throttle at this value in ``[0, 1]``; the action is then
@@ -144,7 +148,7 @@ class AirCombatEnv(TensorVectorEnv):
         self.y = torch.zeros(n, 2, device=dev)
         self.heading = torch.zeros(n, 2, device=dev)
         self.speed = torch.zeros(n, 2, device=dev)
-        self.alive = torch.ones(n, 2, dtype=torch.bool, device=dev)
+        self.alive = torch.ones(n, 2, device=dev)  # float32 0/1 flags, see .flags
         self.stock = torch.zeros(n, 2, device=dev)  # missiles left, as float
         self.cooldown = torch.zeros(n, 2, device=dev)
         self.fired = torch.zeros(n, 2, dtype=torch.int64, device=dev)
@@ -153,17 +157,41 @@ class AirCombatEnv(TensorVectorEnv):
         self.m_cx = torch.ones(n, 2, m, device=dev)  # unit direction of flight
         self.m_cy = torch.zeros(n, 2, m, device=dev)
         self.m_fuel = torch.zeros(n, 2, m, device=dev)
-        self.m_active = torch.zeros(n, 2, m, dtype=torch.bool, device=dev)
-        self.m_seen = torch.zeros(n, 2, m, dtype=torch.bool, device=dev)  # within MAW_RANGE
-        self._slots = torch.arange(m, device=dev)
+        self.m_active = torch.zeros(n, 2, m, device=dev)  # in flight
+        self.m_seen = torch.zeros(n, 2, m, device=dev)  # in flight and within MAW_RANGE
+        self._slots = torch.arange(m, device=dev, dtype=torch.float32)
         # Episodes last well over 8 steps, so every reset gets a draw no earlier one used.
         self._pool = ResetPool(
             num_envs=n, low=(0.0,) * 6, high=(1.0,) * 6, generator=self.generator, device=dev
         )
         self._sides = torch.tensor([-1.0, 1.0], device=dev)  # P1, P2 on either side of the centre
-        self._turn_cos = torch.tensor(math.cos(P.MISSILE_TURN_RATE * P.DT), device=dev)
+        self._turn_cos = math.cos(P.MISSILE_TURN_RATE * P.DT)
         self._turn_sin = torch.tensor(math.sin(P.MISSILE_TURN_RATE * P.DT), device=dev)
         self._lock_cos = math.cos(P.LOCK_ANGLE)
+        # 0-dim operands for the [N, 2, M] ops: a Python scalar operand is converted to a
+        # tensor on every call, which costs as much as a small op.
+        self._const = {
+            key: torch.tensor(value, device=dev)
+            for key, value in {
+                "speed": P.START_SPEED,
+                "stock": float(P.MISSILES),
+                "fuel": P.MISSILE_FLIGHT_TIME,
+                "cooldown": P.LAUNCH_COOLDOWN,
+                "kill_radius2": P.KILL_RADIUS**2,
+                "maw_range2": P.MAW_RANGE**2,
+                "arena_half": P.ARENA_HALF,
+                "dt": P.DT,
+                "zero": 0.0,
+            }.items()
+        }
+        self._ones_slots = torch.ones(m, device=dev)  # counts per slot row, see _slot_count
+        self._bearing_offset = torch.tensor([0.0, math.pi], device=dev)  # P2 sees P1 at line + pi
+        self._obs_scale = torch.tensor(
+            [1.0 / P.ARENA_HALF] * 2
+            + [1.0 / math.pi, 1.0 / P.MAX_SPEED, 1.0 / P.MISSILES, 1.0]
+            + [1.0 / P.DISTANCE_SCALE, 1.0 / math.pi, 1.0 / P.MAX_SPEED, 1.0],
+            device=dev,
+        )
         self._p2_obs = torch.zeros(n, OBS_DIM, device=dev)  # P2's obs, for the opponent
         self._outcome = torch.zeros(n, device=dev)  # this step's outcome, before autoreset
         self._fired_final = self.fired
@@ -217,36 +245,37 @@ class AirCombatEnv(TensorVectorEnv):
         axis = u[3] * (2.0 * math.pi)
         hx, hy = torch.cos(axis) * half, torch.sin(axis) * half
         # Random fields get fresh draws, the rest constants; missile slots only need their
-        # active flag cleared (an inactive slot's other fields are never read).
+        # flags cleared (an inactive slot's other fields are never read).
         drawn = {
             "x": torch.addcmul(cx[:, None], hx[:, None], self._sides),
             "y": torch.addcmul(cy[:, None], hy[:, None], self._sides),
             "heading": (u[4:6].T * 2.0 - 1.0) * math.pi,
         }
-        constant = {
-            "speed": P.START_SPEED,
-            "alive": True,
-            "stock": float(P.MISSILES),
-            "cooldown": 0.0,
-            "fired": 0,
-            "m_active": False,
-            "m_seen": False,
-        }
+        const = self._const
         if mask is None:
             for key, value in drawn.items():
                 setattr(self, key, value)
-            for key, value in constant.items():
-                getattr(self, key).fill_(value)
+            for key in ("speed", "stock"):
+                getattr(self, key).fill_(const[key])
+            self.alive.fill_(1.0)
+            for key in ("cooldown", "m_active", "m_seen"):
+                getattr(self, key).zero_()
+            self.fired.zero_()
             return
-        # Masks built contiguous once: broadcasting a mask along a short dim is slow on CPU.
         self._pool.advance()
-        pair = mask[:, None].expand(n, 2).contiguous()
+        # A float 0/1 mask, contiguous [N, 2]: lerp with it is an exact, vectorized select.
+        pair = mask[:, None].expand(n, 2).float()
         for key, value in drawn.items():  # a loop over state fields, not over copies
-            setattr(self, key, torch.where(pair, value, getattr(self, key)))
-        for key, value in constant.items():
-            old = getattr(self, key)
-            cond = pair if old.dim() == 2 else pair[:, :, None].expand_as(old)
-            setattr(self, key, old.masked_fill(cond, value))
+            setattr(self, key, torch.lerp(getattr(self, key), value, pair))
+        for key in ("speed", "stock"):
+            setattr(self, key, torch.lerp(getattr(self, key), const[key], pair))
+        keep = 1.0 - pair
+        self.cooldown = self.cooldown * keep
+        self.alive = torch.maximum(self.alive, pair)
+        self.fired = self.fired * keep.long()
+        keep_slots = keep[:, :, None]
+        self.m_active = self.m_active * keep_slots
+        self.m_seen = self.m_seen * keep_slots
 
     def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
         opp = self.opponent.act(self._p2_obs, inbound=self.inbound_missile()[:, 1])
@@ -256,112 +285,128 @@ class AirCombatEnv(TensorVectorEnv):
         else:
             p1_throttle = torch.full_like(action[:, 0], self.throttle)
         throttle = torch.stack([p1_throttle, opp["throttle"]], 1).clamp(0.0, 1.0)
-        trigger = torch.stack([action[:, -1], opp["fire"]], 1) >= 0.5
-        alive = self.alive
-        alive_f = alive.float()
+        trigger = flag(torch.ge, torch.stack([action[:, -1], opp["fire"]], 1), 0.5)
+        alive = self.alive  # float 0/1 flags from here on (see .flags)
 
         # Aircraft: turn, change speed toward the throttle's target, move, stay in the arena.
-        heading = _wrap(self.heading + rudder * (P.TURN_RATE * P.DT) * alive_f)
-        target_speed = P.MIN_SPEED + throttle * (P.MAX_SPEED - P.MIN_SPEED)
+        heading = _wrap(torch.addcmul(self.heading, rudder, alive, value=P.TURN_RATE * P.DT))
+        target_speed = throttle * (P.MAX_SPEED - P.MIN_SPEED) + P.MIN_SPEED
         dv = (target_speed - self.speed).clamp(-P.ACCEL * P.DT, P.ACCEL * P.DT)
         speed = self.speed + dv
-        step_len = speed * P.DT * alive_f
+        step_len = speed * alive * P.DT
         cos, sin = torch.cos(heading), torch.sin(heading)
         old_x, old_y = self.x, self.y
         x = torch.addcmul(old_x, cos, step_len).clamp(-P.ARENA_HALF, P.ARENA_HALF)
         y = torch.addcmul(old_y, sin, step_len).clamp(-P.ARENA_HALF, P.ARENA_HALF)
+        ex, ey = _swap(x), _swap(y)  # the enemy's new position
 
         # Missiles (slot fields [N, shooter, slot]) chase the enemy's new position: the nose
         # points at it if that is within one step's turn, else turns by the most it can.
         # Directions are unit vectors, which avoids trigonometry on the largest tensors.
-        tx, ty = _swap(x)[:, :, None], _swap(y)[:, :, None]
+        tx, ty = ex[:, :, None], ey[:, :, None]
         mx, my, mcx, mcy = self.m_x, self.m_y, self.m_cx, self.m_cy
         dx, dy = tx - mx, ty - my
-        d2 = dx * dx + dy * dy
+        d2 = torch.addcmul(dx * dx, dy, dy)
         inv = torch.rsqrt(d2.clamp(min=1.0))
         ux, uy = dx * inv, dy * inv
-        dot = mcx * ux + mcy * uy
-        side = torch.where(mcx * uy - mcy * ux >= 0, self._turn_sin, -self._turn_sin)
-        within = dot >= self._turn_cos
-        ncx = torch.where(within, ux, mcx * self._turn_cos - mcy * side)
-        ncy = torch.where(within, uy, mcy * self._turn_cos + mcx * side)
-        nx = mx + ncx * (P.MISSILE_SPEED * P.DT)
-        ny = my + ncy * (P.MISSILE_SPEED * P.DT)
-        # Closest approach during the step, both moving linearly: rel(t) = r0 + t (r1 - r0).
+        within = flag(torch.ge, torch.addcmul(mcx * ux, mcy, uy), self._turn_cos)
+        side = torch.copysign(self._turn_sin, torch.addcmul(mcx * uy, mcy, ux, value=-1.0))
+        ncx = torch.lerp(torch.addcmul(mcx * self._turn_cos, mcy, side, value=-1.0), ux, within)
+        ncy = torch.lerp(torch.addcmul(mcy * self._turn_cos, mcx, side), uy, within)
+        nx = torch.add(mx, ncx, alpha=P.MISSILE_SPEED * P.DT)
+        ny = torch.add(my, ncy, alpha=P.MISSILE_SPEED * P.DT)
+        # Closest approach during the step, both moving linearly: rel(t) = r0 + t dr for t in
+        # [0, 1], r0 the missile's offset from the target before the step, dr the missile's
+        # move minus the target's. q = -t keeps the sums as fused multiply-adds.
         r0x = mx - _swap(old_x)[:, :, None]
         r0y = my - _swap(old_y)[:, :, None]
-        drx, dry = (nx - tx) - r0x, (ny - ty) - r0y
-        t = (-(r0x * drx + r0y * dry) / (drx * drx + dry * dry).clamp(min=1e-6)).clamp(0, 1)
-        cx, cy = r0x + drx * t, r0y + dry * t
+        drx = torch.add(_swap(old_x - x)[:, :, None], ncx, alpha=P.MISSILE_SPEED * P.DT)
+        dry = torch.add(_swap(old_y - y)[:, :, None], ncy, alpha=P.MISSILE_SPEED * P.DT)
+        dr2 = torch.addcmul(drx * drx, dry, dry).clamp(min=1e-6)
+        q = (torch.addcmul(r0x * drx, r0y, dry) / dr2).clamp(-1.0, 0.0)
+        cx = torch.addcmul(r0x, drx, q, value=-1.0)
+        cy = torch.addcmul(r0y, dry, q, value=-1.0)
         active = self.m_active
         target_alive = _swap(alive)[:, :, None]
-        hit = active & target_alive & (cx * cx + cy * cy < P.KILL_RADIUS**2)
-        m_fuel = self.m_fuel - P.DT
-        inside = (nx.abs() <= P.ARENA_HALF) & (ny.abs() <= P.ARENA_HALF)
-        m_active = active & ~hit & (m_fuel > 0) & inside
-        wasted = (active[:, 0] & ~m_active[:, 0] & ~hit[:, 0]).sum(-1)  # P1 only
-
-        self.m_seen = m_active & (d2 < P.MAW_RANGE**2)
+        miss2 = torch.addcmul(cx * cx, cy, cy)  # squared miss distance
+        const = self._const
+        hit = flag(torch.lt, miss2, const["kill_radius2"]) * active * target_alive
+        m_fuel = self.m_fuel - const["dt"]
+        # Still flying: fuel left and inside the arena (|nx|, |ny| <= ARENA_HALF).
+        edge = torch.maximum(nx.abs(), ny.abs())
+        inside = flag(torch.le, edge, const["arena_half"])
+        fuelled = inside * flag(torch.gt, m_fuel, const["zero"])
+        m_active = (active - hit) * fuelled
+        self.m_seen = flag(torch.lt, d2, const["maw_range2"]) * m_active
 
         # Launch: slot k holds the k-th missile, so the free slot is MISSILES - stock. Without
         # a lock (enemy more than LOCK_ANGLE off the nose) the missile is spent for nothing.
-        launch = trigger & alive & (self.stock > 0) & (self.cooldown <= 0)
-        ex, ey = _swap(x) - x, _swap(y) - y
-        lock = cos * ex + sin * ey >= self._lock_cos * torch.sqrt(ex * ex + ey * ey)
-        slot = (P.MISSILES - self.stock).long()
-        new = (self._slots == slot[..., None]) & (launch & lock)[..., None]  # [N, 2, M]
-        self.m_x = torch.where(new, x[..., None], nx)
-        self.m_y = torch.where(new, y[..., None], ny)
-        self.m_cx = torch.where(new, cos[..., None], ncx)
-        self.m_cy = torch.where(new, sin[..., None], ncy)
-        self.m_fuel = torch.where(new, P.MISSILE_FLIGHT_TIME, m_fuel)
-        m_active = m_active | new
+        ready = flag(torch.gt, self.stock, 0.0) * flag(torch.le, self.cooldown, 0.0)
+        launch = trigger * alive * ready
+        rx, ry = ex - x, ey - y
+        cos_off = torch.addcmul(cos * rx, sin, ry)  # |r| cos(enemy's angle off the nose)
+        lock = flag(torch.ge, cos_off, torch.hypot(rx, ry) * self._lock_cos)
+        locked = launch * lock
+        slot = P.MISSILES - self.stock
+        new = torch.eq(self._slots, slot[..., None], out=torch.empty_like(m_active))
+        new = new * locked[..., None]  # [N, 2, M]: the launched missile's slot
+        self.m_x = torch.lerp(nx, x[..., None], new)
+        self.m_y = torch.lerp(ny, y[..., None], new)
+        self.m_cx = torch.lerp(ncx, cos[..., None], new)
+        self.m_cy = torch.lerp(ncy, sin[..., None], new)
+        self.m_fuel = torch.lerp(m_fuel, const["fuel"], new)
+        m_active = m_active + new  # the k-th slot is free until the k-th launch
         self.m_active = m_active
-        self.stock = self.stock - launch.float()
-        self.cooldown = torch.where(launch, P.LAUNCH_COOLDOWN, (self.cooldown - P.DT).clamp(min=0))
+        self.stock = self.stock - launch
+        cooldown = (self.cooldown - P.DT).clamp(min=0.0)
+        self.cooldown = torch.lerp(cooldown, const["cooldown"], launch)
         self.fired = self.fired + launch.long()
-        wasted = wasted + (launch[:, 0] & ~lock[:, 0]).long()
         self.heading, self.speed, self.x, self.y = heading, speed, x, y
 
         # Outcome: a side dies when any enemy missile hit it this step.
-        alive = alive & ~_swap(_any_slot(hit))
+        hits = self._slot_count(hit)
+        alive = alive * flag(torch.eq, _swap(hits), 0.0)
         self.alive = alive
         p1, p2 = alive[:, 0], alive[:, 1]
-        dry_out = (self.stock.sum(1) == 0) & (
-            m_active.view(-1, 2 * P.MISSILES).view(_SLOT_INT).sum(1) == 0
-        )
-        terminated = ~p1 | ~p2 | dry_out
-        outcome = p1.float() - p2.float()  # +1 win, -1 loss, 0 both alive or both dead
+        # Dry: no missile left on either side, none in flight ([N, 2] read as one complex64).
+        flying = self._slot_count(m_active)
+        dry_out = (self.stock + flying).view(torch.complex64).squeeze(-1) == 0
+        terminated = (p1 * p2 < 0.5) | dry_out
+        outcome = p1 - p2  # +1 win, -1 loss, 0 both alive or both dead
         self._outcome = outcome
         self._fired_final = self.fired
         reward = outcome
         if self.shaped:
-            reward = (
-                reward + P.SURVIVAL_REWARD * p1.float() - P.WASTED_MISSILE_PENALTY * wasted.float()
-            )
+            # Missiles gone without a hit (fuel out, left the arena): active before the step,
+            # neither hit nor flying after it (before this step's launches).
+            lost = self._slot_count(active) - hits - (flying - locked)
+            wasted = lost[:, 0] + (launch - locked)[:, 0]  # P1's, or launched without a lock
+            defeated = lost[:, 1]  # P2's, which P1 evaded
+            bonus = defeated * P.DEFEATED_MISSILE_REWARD + P.SURVIVAL_REWARD
+            reward = torch.addcmul(reward, bonus, p1).sub_(wasted, alpha=P.WASTED_MISSILE_PENALTY)
         return reward, terminated
 
+    def _slot_count(self, flags: Tensor) -> Tensor:
+        """float32 ``[N, 2]``: the set 0/1 flags of each ``[N, 2, MISSILES]`` slot row.
+
+        A matrix-vector product: ``sum(-1)`` over a short last dim is a slow strided kernel.
+        """
+        return flags.view(-1, P.MISSILES).mv(self._ones_slots).view(self.num_envs, 2)
+
     def _obs(self) -> Tensor:
-        x, y, heading, speed = self.x, self.y, self.heading, self.speed
+        x, y, heading, speed, alive = self.x, self.y, self.heading, self.speed, self.alive
         dx, dy = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
-        dist = torch.sqrt(dx * dx + dy * dy) * (1.0 / P.DISTANCE_SCALE)
+        dist = torch.hypot(dx, dy)[:, None].expand_as(x)
         line = torch.atan2(dy, dx)  # direction from P1 to P2; P2 sees P1 at line + pi
-        own_xy = (x * (1.0 / P.ARENA_HALF), y * (1.0 / P.ARENA_HALF))
-        own = (*own_xy, heading * (1.0 / math.pi), speed * (1.0 / P.MAX_SPEED))
-        stock = self.stock * (1.0 / P.MISSILES)
-        alive = self.alive.float()
-        bearing = (
-            _wrap(line - heading[:, 0]) * (1.0 / math.pi),
-            _wrap(line + (math.pi - heading[:, 1])) * (1.0 / math.pi),
-        )
-        sides = []
-        for me in (0, 1):  # a loop over the two sides, each stacked [N, 10] in one op
-            enemy = 1 - me
-            columns = [f[:, me] for f in own] + [stock[:, me], alive[:, me], dist, bearing[me]]
-            columns += [own[3][:, enemy], alive[:, enemy]]
-            sides.append(torch.stack(columns, 1))
-        self._p2_obs = sides[1]
-        return sides[0]
+        bearing = _wrap(line[:, None] + self._bearing_offset - heading)
+        enemy = _swap(torch.stack([speed, alive], 2))  # [N, 2, 2]
+        # [2, N, 10] from [N, 2] features read through transposed views: side 0 (P1) is then
+        # a contiguous [N, 10] block; one multiply normalizes every feature.
+        own = (x, y, heading, speed, self.stock, alive)
+        columns = (*own, dist, bearing, enemy[:, :, 0], enemy[:, :, 1])
+        both = torch.stack([c.T for c in columns], 2) * self._obs_scale
+        self._p2_obs = both[1]
+        return both[0]
 
     # ------------------------------------------------------------------ checkpoints
     def _extra_state(self) -> dict[str, Any]:
@@ -372,8 +417,9 @@ class AirCombatEnv(TensorVectorEnv):
         return state
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
-        for key in _STATE_KEYS:
-            setattr(self, key, state[key].to(self.device).clone())
+        for key in _STATE_KEYS:  # cast: flags were bool in older checkpoints
+            value = state[key].to(device=self.device, dtype=getattr(self, key).dtype)
+            setattr(self, key, value.clone())
         self._p2_obs = state["p2_obs"].to(self.device).clone()
         self.opponent.load_state_dict(state["opponent"])
         self._pool.load_state_dict(state["pool"])

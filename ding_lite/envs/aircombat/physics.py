@@ -43,3 +43,4 @@ DISTANCE_SCALE = 2.0 * math.sqrt(2.0) * ARENA_HALF  # the arena's diagonal
 # Reward shaping for P1 (reward="shaped"); the outcome itself is +1 / -1 / 0.
 SURVIVAL_REWARD = 0.001  # per step P1 is alive after the step
 WASTED_MISSILE_PENALTY = 0.05  # per P1 missile lost without a hit (fuel out or left arena)
+DEFEATED_MISSILE_REWARD = 0.1  # per P2 missile lost without a hit while P1 is alive

@@ -79,8 +79,10 @@ def _still(env):
     return {"rudder": zeros, "throttle": zeros + 0.5, "fire": zeros}
 
 
-def test_a_hit_destroys_and_ends_the_episode_with_a_win():
+@pytest.mark.parametrize("compact", [True, False])
+def test_a_hit_destroys_and_ends_the_episode_with_a_win(compact):
     env = create_env("aircombat", 2, seed=0, opponent="placeholder", reward="zero")
+    env._compact = compact  # fly only the slots in flight (CPU default) or every slot
     env.reset()
     # P2 at the origin heading east at 225 m/s; P1's first missile 600 m behind it, flying
     # east at 800 m/s, so it passes the target within this step. In copy 1 the missile
@@ -128,8 +130,10 @@ def test_a_launch_without_lock_spends_the_missile_and_counts_as_wasted():
     assert (env.cooldown[:, 0] == P.LAUNCH_COOLDOWN).all()  # the launcher cycled either way
 
 
-def test_an_evaded_enemy_missile_earns_the_defeated_reward():
+@pytest.mark.parametrize("compact", [True, False])
+def test_an_evaded_enemy_missile_earns_the_defeated_reward(compact):
     env = create_env("aircombat", 3, seed=0, opponent="placeholder")
+    env._compact = compact
     _face_off(env, torch.zeros(3))
     # A P2 missile with one second of fuel, far from P1, in copies 0 and 1: it runs out this
     # step. Copy 1's P1 is also being hit by another P2 missile; copy 2 has no P2 missile.
@@ -156,8 +160,10 @@ def test_an_evaded_enemy_missile_earns_the_defeated_reward():
     assert zero.step(_still(zero))[1].tolist() == [0.0]
 
 
-def test_the_warner_sees_missiles_within_its_range_only():
+@pytest.mark.parametrize("compact", [True, False])
+def test_the_warner_sees_missiles_within_its_range_only(compact):
     env = create_env("aircombat", 2, seed=0, opponent="placeholder")
+    env._compact = compact
     _face_off(env, torch.zeros(2))
     # One P1 missile toward P2 in each copy: 5 km behind P2 in copy 0, 30 km in copy 1.
     env.m_active[:, 0, 0] = True
@@ -263,6 +269,52 @@ def test_autoreset_contract():
         done_any |= bool(terminated.any())
         truncated_any |= bool(truncated.any())
     assert done_any and truncated_any
+
+
+def test_compact_and_dense_flight_agree_step_by_step():
+    # The CPU path flies only the slots in flight; other devices fly every slot. From the
+    # same state, a step must give the same result either way (up to float rounding).
+    n = 256
+    dense, compact = (create_env("aircombat", n, seed=4, opponent="rule_based") for _ in "ab")
+    dense._compact, compact._compact = False, True
+    p1 = create_agent("random", num_envs=n, seed=2, fire_prob=0.3)
+    obs, _ = dense.reset()
+    compact.reset()
+    launches = hits = 0
+    for _ in range(300):
+        compact.load_state_dict(dense.state_dict())
+        action = p1.act(obs)
+        before = dense.fired.sum()
+        out_d, out_c = dense.step(action), compact.step(action)
+        launches += int(dense.fired.sum() - before)
+        hits += int((out_d[4]["combat"]["mask"] & (out_d[4]["combat"]["outcome"] != 0)).sum())
+        assert torch.allclose(out_d[0], out_c[0], atol=1e-5)
+        assert torch.equal(out_d[1], out_c[1]) and torch.equal(out_d[2], out_c[2])
+        for key in ("alive", "m_active", "m_seen", "stock", "fired"):
+            assert torch.equal(getattr(dense, key), getattr(compact, key)), key
+        flying = dense.m_active > 0
+        for key in ("m_x", "m_y", "m_cx", "m_cy", "m_fuel"):
+            assert torch.allclose(getattr(dense, key)[flying], getattr(compact, key)[flying])
+        obs = out_d[0]
+    assert launches > n and hits > n // 4  # missiles flew and hit
+
+
+def test_state_dicts_with_bool_flags_still_load():
+    # Checkpoints written before the flags became float32 hold them as bool.
+    env = create_env("aircombat", 8, seed=1, opponent="random")
+    env.reset()
+    for _ in range(30):
+        env.step(torch.tensor([[0.3, 1.0, 1.0]] * 8))
+    state = env.state_dict()
+    old = dict(state)
+    for key in ("alive", "m_active", "m_seen"):
+        old[key] = state[key] > 0
+    env2 = create_env("aircombat", 8, seed=1, opponent="random")
+    env2.load_state_dict(old)
+    assert env2.m_active.dtype == torch.float32
+    action = torch.tensor([[-0.2, 1.0, 1.0]] * 8)
+    env.load_state_dict(state)
+    assert torch.equal(env.step(action)[0], env2.step(action)[0])
 
 
 def test_seed_reproduces_and_state_dict_round_trip_continues_identically():

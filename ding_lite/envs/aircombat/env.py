@@ -58,6 +58,59 @@ def _wrap(angle: Tensor) -> Tensor:
     return torch.remainder(angle + math.pi, 2.0 * math.pi) - math.pi
 
 
+def _fly(
+    slots: tuple[Tensor, ...], targets: tuple[Tensor, ...], const: dict[str, Tensor]
+) -> tuple[Tensor, ...]:
+    """One step of missile flight, elementwise over any shape of slots.
+
+    Each missile chases its target's new position: the nose points at it if that is within
+    one step's turn, else turns by the most it can. Directions are unit vectors, which
+    avoids trigonometry. A hit is a closest approach within the step (both moving in
+    straight lines) under ``KILL_RADIUS``.
+
+    Args:
+        slots: ``(m_x, m_y, m_cx, m_cy, m_fuel, m_active)`` of the slots.
+        targets: ``(tx, ty, ox, oy, target_alive)``: the target's position after and before
+            the step and its alive flag, broadcastable to the slots.
+        const: The env's 0-dim constants.
+
+    Returns:
+        ``(m_x, m_y, m_cx, m_cy, m_fuel, hit, m_active, m_seen)`` after the step, before
+        launches; flags float 0/1.
+    """
+    mx, my, mcx, mcy, fuel, active = slots
+    tx, ty, ox, oy, target_alive = targets
+    dx, dy = tx - mx, ty - my
+    d2 = torch.addcmul(dx * dx, dy, dy)
+    inv = torch.rsqrt(d2.clamp(min=1.0))
+    ux, uy = dx * inv, dy * inv
+    turn_cos, turn_sin = const["turn_cos"], const["turn_sin"]
+    within = flag(torch.ge, torch.addcmul(mcx * ux, mcy, uy), turn_cos)
+    side = torch.copysign(turn_sin, torch.addcmul(mcx * uy, mcy, ux, value=-1.0))
+    ncx = torch.lerp(torch.addcmul(mcx * turn_cos, mcy, side, value=-1.0), ux, within)
+    ncy = torch.lerp(torch.addcmul(mcy * turn_cos, mcx, side), uy, within)
+    nx = torch.add(mx, ncx, alpha=P.MISSILE_SPEED * P.DT)
+    ny = torch.add(my, ncy, alpha=P.MISSILE_SPEED * P.DT)
+    # Closest approach: rel(t) = r0 + t dr for t in [0, 1], r0 the missile's offset from the
+    # target before the step, dr the missile's move minus the target's; q = -t keeps the
+    # sums as fused multiply-adds.
+    r0x, r0y = mx - ox, my - oy
+    drx = torch.add(ox - tx, ncx, alpha=P.MISSILE_SPEED * P.DT)
+    dry = torch.add(oy - ty, ncy, alpha=P.MISSILE_SPEED * P.DT)
+    dr2 = torch.addcmul(drx * drx, dry, dry).clamp(min=1e-6)
+    q = (torch.addcmul(r0x * drx, r0y, dry) / dr2).clamp(-1.0, 0.0)
+    cx = torch.addcmul(r0x, drx, q, value=-1.0)
+    cy = torch.addcmul(r0y, dry, q, value=-1.0)
+    miss2 = torch.addcmul(cx * cx, cy, cy)  # squared miss distance
+    hit = flag(torch.lt, miss2, const["kill_radius2"]) * active * target_alive
+    m_fuel = fuel - const["dt"]
+    # Still flying: fuel left and inside the arena (|nx|, |ny| <= ARENA_HALF).
+    inside = flag(torch.le, torch.maximum(nx.abs(), ny.abs()), const["arena_half"])
+    m_active = (active - hit) * inside * flag(torch.gt, m_fuel, const["zero"])
+    seen = flag(torch.lt, d2, const["maw_range2"]) * m_active
+    return nx, ny, ncx, ncy, m_fuel, hit, m_active, seen
+
+
 class AirCombatEnv(TensorVectorEnv):
     """One-on-one air combat: P1 (the caller) against P2 (an agent run inside the env).
 
@@ -160,13 +213,13 @@ class AirCombatEnv(TensorVectorEnv):
         self.m_active = torch.zeros(n, 2, m, device=dev)  # in flight
         self.m_seen = torch.zeros(n, 2, m, device=dev)  # in flight and within MAW_RANGE
         self._slots = torch.arange(m, device=dev, dtype=torch.float32)
+        # Fly only the slots in flight (see _fly_compact) where a host sync costs nothing.
+        self._compact = self.device.type == "cpu"
         # Episodes last well over 8 steps, so every reset gets a draw no earlier one used.
         self._pool = ResetPool(
             num_envs=n, low=(0.0,) * 6, high=(1.0,) * 6, generator=self.generator, device=dev
         )
         self._sides = torch.tensor([-1.0, 1.0], device=dev)  # P1, P2 on either side of the centre
-        self._turn_cos = math.cos(P.MISSILE_TURN_RATE * P.DT)
-        self._turn_sin = torch.tensor(math.sin(P.MISSILE_TURN_RATE * P.DT), device=dev)
         self._lock_cos = math.cos(P.LOCK_ANGLE)
         # 0-dim operands for the [N, 2, M] ops: a Python scalar operand is converted to a
         # tensor on every call, which costs as much as a small op.
@@ -177,6 +230,8 @@ class AirCombatEnv(TensorVectorEnv):
                 "stock": float(P.MISSILES),
                 "fuel": P.MISSILE_FLIGHT_TIME,
                 "cooldown": P.LAUNCH_COOLDOWN,
+                "turn_cos": math.cos(P.MISSILE_TURN_RATE * P.DT),
+                "turn_sin": math.sin(P.MISSILE_TURN_RATE * P.DT),
                 "kill_radius2": P.KILL_RADIUS**2,
                 "maw_range2": P.MAW_RANGE**2,
                 "arena_half": P.ARENA_HALF,
@@ -233,10 +288,24 @@ class AirCombatEnv(TensorVectorEnv):
         return torch.stack([self._obs(), self._p2_obs], 1)
 
     # -------------------------------------------------------------- subclass hooks
-    def _reset_state(self, mask: Tensor | None) -> None:
-        n = self.num_envs
-        # Six U(0, 1) draws per copy from the pool (see ResetPool: refreshed 1/8 per step).
-        u = (self._pool.take_all() if mask is None else self._pool.values).T
+    def _autoreset(self, done: Tensor) -> tuple[Tensor, Tensor]:
+        """On CPU, resets and observes only the copies whose episode ended (a few per step):
+        the rest keep their final observation. Elsewhere, the base class's dense way."""
+        if not self._compact:
+            return super()._autoreset(done)
+        final_obs = self._obs()
+        obs, p2_obs = final_obs.clone(), self._p2_obs.clone()
+        rows = done.nonzero().squeeze(1)
+        self._reset_rows(rows)
+        if rows.numel():
+            fields = (self.x, self.y, self.heading, self.speed, self.stock, self.alive)
+            both = self._observe(*(f[rows] for f in fields))
+            obs[rows], p2_obs[rows] = both[0], both[1]
+        self._p2_obs = p2_obs
+        return obs, final_obs
+
+    def _draw_starts(self, u: Tensor) -> dict[str, Tensor]:
+        """Start positions and headings, ``[K, 2]`` each, from ``u``: ``[6, K]`` U(0, 1)."""
         cx = (u[0] * 2.0 - 1.0) * P.START_CENTRE_SPREAD
         cy = (u[1] * 2.0 - 1.0) * P.START_CENTRE_SPREAD
         half = 0.5 * (
@@ -244,13 +313,38 @@ class AirCombatEnv(TensorVectorEnv):
         )
         axis = u[3] * (2.0 * math.pi)
         hx, hy = torch.cos(axis) * half, torch.sin(axis) * half
-        # Random fields get fresh draws, the rest constants; missile slots only need their
-        # flags cleared (an inactive slot's other fields are never read).
-        drawn = {
+        return {
             "x": torch.addcmul(cx[:, None], hx[:, None], self._sides),
             "y": torch.addcmul(cy[:, None], hy[:, None], self._sides),
             "heading": (u[4:6].T * 2.0 - 1.0) * math.pi,
         }
+
+    def _reset_rows(self, rows: Tensor) -> None:
+        """:meth:`_reset_state` for the copies ``rows`` (int64 ``[K]``), written in place."""
+        # The same pool draws as the dense way; missile slots only need their flags cleared
+        # (an inactive slot's other fields are never read).
+        drawn = self._draw_starts(self._pool.values[rows].T)
+        self._pool.advance()
+        if not rows.numel():
+            return
+        for key, value in drawn.items():
+            getattr(self, key)[rows] = value
+        const = self._const
+        for key in ("speed", "stock"):
+            getattr(self, key)[rows] = const[key]
+        self.alive[rows] = 1.0
+        for key in ("cooldown", "m_active", "m_seen"):
+            getattr(self, key)[rows] = 0.0
+        self.fired = self.fired.clone()  # the old one is handed out as missiles_fired
+        self.fired[rows] = 0
+
+    def _reset_state(self, mask: Tensor | None) -> None:
+        n = self.num_envs
+        # Six U(0, 1) draws per copy from the pool (see ResetPool: refreshed 1/8 per step).
+        u = (self._pool.take_all() if mask is None else self._pool.values).T
+        # Random fields get fresh draws, the rest constants; missile slots only need their
+        # flags cleared (an inactive slot's other fields are never read).
+        drawn = self._draw_starts(u)
         const = self._const
         if mask is None:
             for key, value in drawn.items():
@@ -300,44 +394,14 @@ class AirCombatEnv(TensorVectorEnv):
         y = torch.addcmul(old_y, sin, step_len).clamp(-P.ARENA_HALF, P.ARENA_HALF)
         ex, ey = _swap(x), _swap(y)  # the enemy's new position
 
-        # Missiles (slot fields [N, shooter, slot]) chase the enemy's new position: the nose
-        # points at it if that is within one step's turn, else turns by the most it can.
-        # Directions are unit vectors, which avoids trigonometry on the largest tensors.
-        tx, ty = ex[:, :, None], ey[:, :, None]
-        mx, my, mcx, mcy = self.m_x, self.m_y, self.m_cx, self.m_cy
-        dx, dy = tx - mx, ty - my
-        d2 = torch.addcmul(dx * dx, dy, dy)
-        inv = torch.rsqrt(d2.clamp(min=1.0))
-        ux, uy = dx * inv, dy * inv
-        within = flag(torch.ge, torch.addcmul(mcx * ux, mcy, uy), self._turn_cos)
-        side = torch.copysign(self._turn_sin, torch.addcmul(mcx * uy, mcy, ux, value=-1.0))
-        ncx = torch.lerp(torch.addcmul(mcx * self._turn_cos, mcy, side, value=-1.0), ux, within)
-        ncy = torch.lerp(torch.addcmul(mcy * self._turn_cos, mcx, side), uy, within)
-        nx = torch.add(mx, ncx, alpha=P.MISSILE_SPEED * P.DT)
-        ny = torch.add(my, ncy, alpha=P.MISSILE_SPEED * P.DT)
-        # Closest approach during the step, both moving linearly: rel(t) = r0 + t dr for t in
-        # [0, 1], r0 the missile's offset from the target before the step, dr the missile's
-        # move minus the target's. q = -t keeps the sums as fused multiply-adds.
-        r0x = mx - _swap(old_x)[:, :, None]
-        r0y = my - _swap(old_y)[:, :, None]
-        drx = torch.add(_swap(old_x - x)[:, :, None], ncx, alpha=P.MISSILE_SPEED * P.DT)
-        dry = torch.add(_swap(old_y - y)[:, :, None], ncy, alpha=P.MISSILE_SPEED * P.DT)
-        dr2 = torch.addcmul(drx * drx, dry, dry).clamp(min=1e-6)
-        q = (torch.addcmul(r0x * drx, r0y, dry) / dr2).clamp(-1.0, 0.0)
-        cx = torch.addcmul(r0x, drx, q, value=-1.0)
-        cy = torch.addcmul(r0y, dry, q, value=-1.0)
-        active = self.m_active
-        target_alive = _swap(alive)[:, :, None]
-        miss2 = torch.addcmul(cx * cx, cy, cy)  # squared miss distance
+        # Missiles chase the enemy's new position (see _fly). On CPU only the slots in flight
+        # are computed (a host sync is free there); on other devices every slot is.
         const = self._const
-        hit = flag(torch.lt, miss2, const["kill_radius2"]) * active * target_alive
-        m_fuel = self.m_fuel - const["dt"]
-        # Still flying: fuel left and inside the arena (|nx|, |ny| <= ARENA_HALF).
-        edge = torch.maximum(nx.abs(), ny.abs())
-        inside = flag(torch.le, edge, const["arena_half"])
-        fuelled = inside * flag(torch.gt, m_fuel, const["zero"])
-        m_active = (active - hit) * fuelled
-        self.m_seen = flag(torch.lt, d2, const["maw_range2"]) * m_active
+        in_flight = self._slot_count(self.m_active) if self.shaped else None  # before the step
+        target_alive = _swap(alive)
+        fly = self._fly_compact if self._compact else self._fly_dense
+        # [N, 2] per shooter: missiles that hit, missiles still flying.
+        hits, still = fly(ex, ey, _swap(old_x), _swap(old_y), target_alive)
 
         # Launch: slot k holds the k-th missile, so the free slot is MISSILES - stock. Without
         # a lock (enemy more than LOCK_ANGLE off the nose) the missile is spent for nothing.
@@ -347,16 +411,8 @@ class AirCombatEnv(TensorVectorEnv):
         cos_off = torch.addcmul(cos * rx, sin, ry)  # |r| cos(enemy's angle off the nose)
         lock = flag(torch.ge, cos_off, torch.hypot(rx, ry) * self._lock_cos)
         locked = launch * lock
-        slot = P.MISSILES - self.stock
-        new = torch.eq(self._slots, slot[..., None], out=torch.empty_like(m_active))
-        new = new * locked[..., None]  # [N, 2, M]: the launched missile's slot
-        self.m_x = torch.lerp(nx, x[..., None], new)
-        self.m_y = torch.lerp(ny, y[..., None], new)
-        self.m_cx = torch.lerp(ncx, cos[..., None], new)
-        self.m_cy = torch.lerp(ncy, sin[..., None], new)
-        self.m_fuel = torch.lerp(m_fuel, const["fuel"], new)
-        m_active = m_active + new  # the k-th slot is free until the k-th launch
-        self.m_active = m_active
+        launch_into = self._launch_compact if self._compact else self._launch_dense
+        launch_into(locked, (x, y, cos, sin))
         self.stock = self.stock - launch
         cooldown = (self.cooldown - P.DT).clamp(min=0.0)
         self.cooldown = torch.lerp(cooldown, const["cooldown"], launch)
@@ -364,12 +420,11 @@ class AirCombatEnv(TensorVectorEnv):
         self.heading, self.speed, self.x, self.y = heading, speed, x, y
 
         # Outcome: a side dies when any enemy missile hit it this step.
-        hits = self._slot_count(hit)
         alive = alive * flag(torch.eq, _swap(hits), 0.0)
         self.alive = alive
         p1, p2 = alive[:, 0], alive[:, 1]
         # Dry: no missile left on either side, none in flight ([N, 2] read as one complex64).
-        flying = self._slot_count(m_active)
+        flying = still + locked
         dry_out = (self.stock + flying).view(torch.complex64).squeeze(-1) == 0
         terminated = (p1 * p2 < 0.5) | dry_out
         outcome = p1 - p2  # +1 win, -1 loss, 0 both alive or both dead
@@ -379,12 +434,86 @@ class AirCombatEnv(TensorVectorEnv):
         if self.shaped:
             # Missiles gone without a hit (fuel out, left the arena): active before the step,
             # neither hit nor flying after it (before this step's launches).
-            lost = self._slot_count(active) - hits - (flying - locked)
+            lost = in_flight - hits - still
             wasted = lost[:, 0] + (launch - locked)[:, 0]  # P1's, or launched without a lock
             defeated = lost[:, 1]  # P2's, which P1 evaded
             bonus = defeated * P.DEFEATED_MISSILE_REWARD + P.SURVIVAL_REWARD
             reward = torch.addcmul(reward, bonus, p1).sub_(wasted, alpha=P.WASTED_MISSILE_PENALTY)
         return reward, terminated
+
+    def _fly_dense(
+        self, tx: Tensor, ty: Tensor, ox: Tensor, oy: Tensor, target_alive: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """Flies every missile slot; updates the slot fields and ``m_seen``.
+
+        Args:
+            tx, ty: ``[N, 2]``, the position of shooter ``s``'s target after the step.
+            ox, oy: ``[N, 2]``, its position before the step.
+            target_alive: ``[N, 2]`` flags.
+
+        Returns:
+            ``(hits, still)``, float32 ``[N, 2]`` per shooter: missiles that hit, and
+            missiles still in flight.
+        """
+        out = _fly(
+            (self.m_x, self.m_y, self.m_cx, self.m_cy, self.m_fuel, self.m_active),
+            tuple(t[:, :, None] for t in (tx, ty, ox, oy, target_alive)),
+            self._const,
+        )
+        self.m_x, self.m_y, self.m_cx, self.m_cy, self.m_fuel, hit, m_active, self.m_seen = out
+        self.m_active = m_active
+        return self._slot_count(hit), self._slot_count(m_active)
+
+    def _fly_compact(
+        self, tx: Tensor, ty: Tensor, ox: Tensor, oy: Tensor, target_alive: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """:meth:`_fly_dense` for the slots in flight only (a few per copy), gathered into
+        flat tensors and written back in place: much less memory traffic on CPU."""
+        idx = self.m_active.view(-1).nonzero().squeeze(1)  # flat slot indices in flight
+        shooter = idx.div(P.MISSILES, rounding_mode="floor")  # flat (copy, shooter) index
+        fields = (self.m_x, self.m_y, self.m_cx, self.m_cy, self.m_fuel, self.m_active)
+        slots = tuple(f.view(-1)[idx] for f in fields)
+        targets = tuple(t.reshape(-1)[shooter] for t in (tx, ty, ox, oy, target_alive))
+        out = _fly(slots, targets, self._const)
+        hit, m_active, seen = out[5:]
+        for field, value in zip(fields, (*out[:5], m_active), strict=True):
+            field.view(-1)[idx] = value
+        self.m_seen = torch.zeros_like(self.m_seen)
+        self.m_seen.view(-1)[idx] = seen
+        counts = torch.zeros(2, 2 * self.num_envs, device=self.device)
+        counts[0].index_add_(0, shooter, hit)
+        counts[1].index_add_(0, shooter, m_active)
+        return counts[0].view(-1, 2), counts[1].view(-1, 2)
+
+    def _launch_dense(self, locked: Tensor, start: tuple[Tensor, ...]) -> None:
+        """Puts a missile in the free slot of each aircraft where ``locked`` (``[N, 2]``).
+
+        Slot k holds the k-th missile, so the free slot is ``MISSILES - stock`` (the stock
+        before this launch). ``start`` is ``(x, y, cos, sin)`` of the aircraft, ``[N, 2]``.
+        """
+        slot = P.MISSILES - self.stock
+        new = torch.eq(self._slots, slot[..., None], out=torch.empty_like(self.m_x))
+        new = new * locked[..., None]  # [N, 2, M]: the launched missile's slot
+        fields = (self.m_x, self.m_y, self.m_cx, self.m_cy)
+        self.m_x, self.m_y, self.m_cx, self.m_cy = (
+            torch.lerp(field, value[..., None], new)
+            for field, value in zip(fields, start, strict=True)
+        )
+        self.m_fuel = torch.lerp(self.m_fuel, self._const["fuel"], new)
+        self.m_active = self.m_active + new  # the k-th slot is free until the k-th launch
+
+    def _launch_compact(self, locked: Tensor, start: tuple[Tensor, ...]) -> None:
+        """:meth:`_launch_dense` for the few launching aircraft, written in place."""
+        shooter = locked.view(-1).nonzero().squeeze(1)  # flat (copy, shooter) index
+        if not shooter.numel():
+            return
+        free = (P.MISSILES - self.stock.view(-1)[shooter]).long()
+        idx = shooter * P.MISSILES + free  # flat slot index
+        fields = (self.m_x, self.m_y, self.m_cx, self.m_cy)
+        for field, value in zip(fields, start, strict=True):
+            field.view(-1)[idx] = value.reshape(-1)[shooter]
+        self.m_fuel.view(-1)[idx] = P.MISSILE_FLIGHT_TIME
+        self.m_active.view(-1)[idx] = 1.0
 
     def _slot_count(self, flags: Tensor) -> Tensor:
         """float32 ``[N, 2]``: the set 0/1 flags of each ``[N, 2, MISSILES]`` slot row.
@@ -394,19 +523,34 @@ class AirCombatEnv(TensorVectorEnv):
         return flags.view(-1, P.MISSILES).mv(self._ones_slots).view(self.num_envs, 2)
 
     def _obs(self) -> Tensor:
-        x, y, heading, speed, alive = self.x, self.y, self.heading, self.speed, self.alive
+        both = self._observe(self.x, self.y, self.heading, self.speed, self.stock, self.alive)
+        self._p2_obs = both[1]
+        return both[0]
+
+    def _observe(
+        self, x: Tensor, y: Tensor, heading: Tensor, speed: Tensor, stock: Tensor, alive: Tensor
+    ) -> Tensor:
+        """float32 ``[2, K, 10]``: both sides' observations from ``[K, 2]`` state fields."""
         dx, dy = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
         dist = torch.hypot(dx, dy)[:, None].expand_as(x)
         line = torch.atan2(dy, dx)  # direction from P1 to P2; P2 sees P1 at line + pi
         bearing = _wrap(line[:, None] + self._bearing_offset - heading)
-        enemy = _swap(torch.stack([speed, alive], 2))  # [N, 2, 2]
-        # [2, N, 10] from [N, 2] features read through transposed views: side 0 (P1) is then
-        # a contiguous [N, 10] block; one multiply normalizes every feature.
-        own = (x, y, heading, speed, self.stock, alive)
-        columns = (*own, dist, bearing, enemy[:, :, 0], enemy[:, :, 1])
-        both = torch.stack([c.T for c in columns], 2) * self._obs_scale
-        self._p2_obs = both[1]
-        return both[0]
+        enemy = _swap(torch.stack([speed, alive], 2))  # [K, 2, 2]
+        # [2, K, 10] from [K, 2] features read through transposed views: side 0 (P1) is then
+        # a contiguous [K, 10] block; one multiply normalizes every feature.
+        columns = (
+            x,
+            y,
+            heading,
+            speed,
+            stock,
+            alive,
+            dist,
+            bearing,
+            enemy[:, :, 0],
+            enemy[:, :, 1],
+        )
+        return torch.stack([c.T for c in columns], 2) * self._obs_scale
 
     # ------------------------------------------------------------------ checkpoints
     def _extra_state(self) -> dict[str, Any]:

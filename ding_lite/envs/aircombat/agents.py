@@ -131,41 +131,81 @@ class CrankAgent(Agent):
         hold: float32 ``[N]``, seconds until the agent may launch again.
     """
 
+    # The threshold tests, all on normalized observation columns and made in one op:
+    # |obs[:, col]| * sign < bound. Signs of -1 turn "more than" tests into "less than".
+    _TESTS = (  # (column, sign, bound)
+        (4, -1.0, 0.0),  # a missile left
+        (9, -1.0, -0.5),  # the enemy is alive
+        (6, 1.0, FIRE_RANGE / P.DISTANCE_SCALE),
+        (7, 1.0, FIRE_ANGLE / math.pi),  # |bearing|
+        (6, 1.0, DEFEND_RANGE / P.DISTANCE_SCALE),
+        (6, 1.0, DEFEND_EXIT_RANGE / P.DISTANCE_SCALE),
+    )
+
     def __init__(self, *, num_envs: int, device: str | torch.device = "cpu", seed: int = 0):
         super().__init__(num_envs=num_envs, device=device, seed=seed)
         self.mode = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self.hold = torch.zeros(num_envs, device=self.device)
+        self._make_constants()
+
+    def _make_constants(self) -> None:
+        """Tensors of the constants ``act`` uses, on the agent's device (a Python scalar
+        operand is converted to a tensor on every call, as costly as a small op)."""
+        columns, signs, bounds = zip(*self._TESTS, strict=True)
+        dev = self.device
+        self._columns = torch.tensor(columns, device=dev)
+        self._signs = torch.tensor(signs, device=dev)[:, None]
+        self._bounds = torch.tensor(bounds, device=dev)[:, None]
+        per_rudder = 1.0 / (P.TURN_RATE * P.DT)  # rudder per radian of heading error
+        self._const = {
+            key: torch.tensor(value, device=dev)
+            for key, value in {
+                "crank": CRANK_ANGLE,
+                "drag_minus_crank": DRAG_ANGLE - CRANK_ANGLE,
+                "bearing_rudder": math.pi * per_rudder,
+                "minus_per_rudder": -per_rudder,
+                "distance_scale": P.DISTANCE_SCALE,
+                "missile_speed": P.MISSILE_SPEED,
+                "minus_max_speed": -P.MAX_SPEED,
+                "dt": P.DT,
+                "zero": 0.0,
+                "defend": float(DEFEND),
+            }.items()
+        }
 
     def act(self, obs: Tensor, inbound: Tensor | None = None) -> Action:
         # Flags are float32 1.0 / 0.0, see :mod:`.flags`.
-        dist, bearing = obs[:, 6] * P.DISTANCE_SCALE, obs[:, 7] * math.pi
-        enemy_speed = obs[:, 8] * P.MAX_SPEED
-        ready = flag(torch.le, self.hold, 0.0) * flag(torch.gt, obs[:, 4], 0.0)
-        ready = ready * flag(torch.gt, obs[:, 9], 0.5)
-        in_reach = flag(torch.lt, dist, FIRE_RANGE) * flag(torch.lt, bearing.abs(), FIRE_ANGLE)
-        fire_ok = ready * in_reach
-        was_defending = flag(torch.eq, self.mode, DEFEND)
-        close = torch.maximum(
-            flag(torch.lt, dist, DEFEND_RANGE),
-            was_defending * flag(torch.lt, dist, DEFEND_EXIT_RANGE),
+        c = self._const
+        # [tests, N]: each test's flags contiguous.
+        tests = obs.T.index_select(0, self._columns).abs_().mul_(self._signs)
+        has_missile, enemy_alive, in_range, on_nose, close, near = flag(
+            torch.lt, tests, self._bounds
         )
-        if inbound is None:
-            threat, away = close, CRANK_ANGLE
-        else:
+        ready = flag(torch.le, self.hold, c["zero"]) * has_missile * enemy_alive
+        fire_ok = ready * in_range * on_nose
+        was_defending = flag(torch.eq, self.mode, c["defend"])
+        threat = torch.maximum(close, was_defending * near)  # leave Defend only beyond "near"
+        away = c["crank"]
+        if inbound is not None:
             inbound = inbound.float()
-            threat = torch.maximum(close, inbound)
+            threat = torch.maximum(threat, inbound)
             fire_ok = fire_ok - fire_ok * inbound
-            away = inbound * (DRAG_ANGLE - CRANK_ANGLE) + CRANK_ANGLE
+            away = torch.addcmul(away, inbound, c["drag_minus_crank"])
         defend = threat - threat * fire_ok
         # Desired enemy bearing: 0 (nose on) except in Defend, where it sits on the side the
         # enemy already is, at the crank angle, or behind when a missile is inbound.
+        bearing = obs[:, 7]  # / pi
         target = torch.copysign(defend * away, bearing)
         # Turning by (bearing - target) brings the enemy to ``target`` off the nose.
-        rudder = ((bearing - target) * (1.0 / (P.TURN_RATE * P.DT))).clamp(-1.0, 1.0)
-        flight = dist / (P.MISSILE_SPEED - enemy_speed)  # the missile's estimated flight
-        flight = flight.clamp(FIRE_COOLDOWN, P.MISSILE_FLIGHT_TIME)
-        self.hold = torch.lerp(self.hold - P.DT, flight, fire_ok).clamp(min=0.0)
-        self.mode = (fire_ok * FIRE + defend * DEFEND).long()
+        rudder = torch.addcmul(bearing * c["bearing_rudder"], target, c["minus_per_rudder"])
+        rudder = rudder.clamp(-1.0, 1.0)
+        # Hold fire while the missile flies (its estimated flight time), at least the cooldown.
+        closing = torch.addcmul(c["missile_speed"], obs[:, 8], c["minus_max_speed"])
+        flight = (obs[:, 6] * c["distance_scale"] / closing).clamp(
+            FIRE_COOLDOWN, P.MISSILE_FLIGHT_TIME
+        )
+        self.hold = torch.lerp(self.hold - c["dt"], flight, fire_ok).clamp(min=0.0)
+        self.mode = torch.add(fire_ok, defend, alpha=DEFEND).long()  # FIRE == 1
         return {"rudder": rudder, "throttle": torch.ones_like(rudder), "fire": fire_ok}
 
     def reset(self, env_mask: Tensor | None = None) -> None:
@@ -179,6 +219,7 @@ class CrankAgent(Agent):
     def to(self, device: str | torch.device) -> Agent:
         super().to(device)
         self.mode, self.hold = self.mode.to(self.device), self.hold.to(self.device)
+        self._make_constants()
         return self
 
     def state_dict(self) -> dict[str, Any]:

@@ -136,6 +136,13 @@ class AirCombatEnv(TensorVectorEnv):
     float32 ``[N]`` (P1's view), ``length`` int64 ``[N]``, ``missiles_fired`` int64
     ``[N, 2]`` (P1, P2) and ``mask``.
 
+    State fields are public tensors: per aircraft ``[N, 2]`` (``x``, ``y``, ``heading``,
+    ``speed``, ``stock``, ``cooldown``, ``fired`` int64, ``alive``) and per missile slot
+    ``[N, 2, MISSILES]`` (``m_x``, ``m_y``, ``m_cx``, ``m_cy``, ``m_fuel``, ``m_active``,
+    ``m_seen``). The flags ``alive``, ``m_active`` and ``m_seen`` are float32 1.0 / 0.0
+    (see :mod:`.flags`). On CPU a step computes only the sparse rows (slots in flight,
+    launches, copies that ended) and updates slot fields in place; elsewhere it uses masks.
+
     Attributes:
         opponent: The agent flying P2.
     """

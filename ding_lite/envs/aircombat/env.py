@@ -330,10 +330,11 @@ class AirCombatEnv(TensorVectorEnv):
         """:meth:`_reset_state` for the copies ``rows`` (int64 ``[K]``), written in place."""
         # The same pool draws as the dense way; missile slots only need their flags cleared
         # (an inactive slot's other fields are never read).
+        if not rows.numel():
+            self._pool.advance()
+            return
         drawn = self._draw_starts(self._pool.values[rows].T)
         self._pool.advance()
-        if not rows.numel():
-            return
         for key, value in drawn.items():
             getattr(self, key)[rows] = value
         const = self._const

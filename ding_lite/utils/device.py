@@ -11,10 +11,18 @@ def resolve_device(name: str) -> torch.device:
     """Turns a config device ("cpu", "cuda", "cuda:N", "auto") into a usable device.
 
     Raises:
-        ConfigError: CUDA asked for but not available.
+        ConfigError: CUDA asked for but not available, or a CUDA index this machine lacks.
     """
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"device '{name}' asked for but CUDA is not available; use --device cpu")
-    return torch.device(name)
+    device = torch.device(name)
+    if device.type == "cuda" and device.index is not None:
+        count = torch.cuda.device_count()
+        if device.index >= count:
+            raise ConfigError(
+                f"device '{name}' asked for but this machine has {count} CUDA device(s)"
+                f" (cuda:0 to cuda:{count - 1})"
+            )
+    return device

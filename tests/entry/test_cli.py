@@ -57,7 +57,7 @@ def test_short_cli_run(tmp_path):
             ["-c", "cartpole_ppo", "learner.hook.load_ckpt_before_run=/no/such.pt"],
             "checkpoint not found",
         ),
-        (["-c", "cartpole_ppo", "--device", "cuda:7"], "CUDA is not available"),
+        (["-c", "cartpole_ppo", "--device", "cuda:7"], "device 'cuda:7' asked for but"),
         (["--resume", "/no/such/dir"], "cannot resume"),
     ],
 )

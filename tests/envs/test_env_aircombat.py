@@ -271,13 +271,24 @@ def test_autoreset_contract():
     assert done_any and truncated_any
 
 
-def test_compact_and_dense_flight_agree_step_by_step():
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+    ),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compact_and_dense_flight_agree_step_by_step(device):
     # The CPU path flies only the slots in flight; other devices fly every slot. From the
     # same state, a step must give the same result either way (up to float rounding).
     n = 256
-    dense, compact = (create_env("aircombat", n, seed=4, opponent="rule_based") for _ in "ab")
+    dense, compact = (
+        create_env("aircombat", n, device=device, seed=4, opponent="rule_based") for _ in "ab"
+    )
     dense._compact, compact._compact = False, True
-    p1 = create_agent("random", num_envs=n, seed=2, fire_prob=0.3)
+    p1 = create_agent("random", num_envs=n, device=device, seed=2, fire_prob=0.3)
     obs, _ = dense.reset()
     compact.reset()
     launches = hits = 0

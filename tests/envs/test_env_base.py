@@ -147,14 +147,20 @@ def test_reset_pool_bounds_refresh_and_reproducibility():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("name", ["cartpole", "pendulum"])
+@pytest.mark.parametrize("name", ["cartpole", "pendulum", "aircombat"])
 def test_bundled_env_steps_on_cuda_without_host_sync(name):
     env = create_env(name, 64, device="cuda")
     obs, _ = env.reset(seed=0)
     if name == "cartpole":
         actions = [torch.randint(0, 2, (64,), device="cuda") for _ in range(8)]
-    else:
+    elif name == "pendulum":
         actions = [torch.rand(64, 1, device="cuda") * 6 - 3 for _ in range(8)]
+    else:  # rudder, throttle, fire; the scripted opponent acts inside step()
+        scale = torch.tensor([2.0, 1.0, 1.0], device="cuda")
+        shift = torch.tensor([-1.0, 0.0, 0.0], device="cuda")
+        actions = [(torch.rand(64, 3, device="cuda") * scale + shift) for _ in range(8)]
+        for a in actions:
+            a[:, 2].round_()
     ended = torch.zeros((), dtype=torch.int64, device="cuda")
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")  # any host sync inside step() raises

@@ -22,9 +22,11 @@ from ding_lite.envs.spaces import Box, Hybrid
 OBS_DIM = 10
 # A float32 slot row [MISSILES] read as one element (see _any_slot); None: a reduction.
 _ROW_DTYPE = {1: torch.int32, 2: torch.int64, 4: torch.complex128}.get(P.MISSILES)
+# Missile slot fields, in the order of their rows in AirCombatEnv._missiles.
+_MISSILE_FIELDS = ("m_x", "m_y", "m_cx", "m_cy", "m_fuel", "m_active", "m_seen")
+_ACTIVE, _SEEN = _MISSILE_FIELDS.index("m_active"), _MISSILE_FIELDS.index("m_seen")
 _STATE_KEYS = (
-    "x", "y", "heading", "speed", "alive", "stock", "cooldown", "fired",
-    "m_x", "m_y", "m_cx", "m_cy", "m_fuel", "m_active", "m_seen",
+    "x", "y", "heading", "speed", "alive", "stock", "cooldown", "fired", *_MISSILE_FIELDS,
 )  # fmt: skip
 
 
@@ -42,15 +44,34 @@ def _any_slot(flags: Tensor) -> Tensor:
 _SWAP_INDEX: dict[torch.device, Tensor] = {}
 
 
+def _swap_index(device: torch.device) -> Tensor:
+    """int64 ``[1, 0]`` on ``device``, made once per device."""
+    index = _SWAP_INDEX.get(device)
+    if index is None:
+        index = _SWAP_INDEX[device] = torch.tensor([1, 0], device=device)
+    return index
+
+
 def _swap(pair: Tensor) -> Tensor:
     """Swaps the two aircraft of ``[N, 2, ...]`` (P1's view of P2 and back).
 
     ``index_select`` with a cached index is cheaper than ``flip`` on CPU.
     """
-    index = _SWAP_INDEX.get(pair.device)
-    if index is None:
-        index = _SWAP_INDEX[pair.device] = torch.tensor([1, 0], device=pair.device)
-    return pair.index_select(1, index)
+    return pair.index_select(1, _swap_index(pair.device))
+
+
+def _missile_field(name: str) -> property:
+    """A missile slot field: a ``[N, 2, MISSILES]`` view of its row of ``_missiles``;
+    assigning to it copies into that row."""
+    row = _MISSILE_FIELDS.index(name)
+
+    def get(self: AirCombatEnv) -> Tensor:
+        return self._missiles[row]
+
+    def set(self: AirCombatEnv, value: Tensor) -> None:
+        self._missiles[row] = value
+
+    return property(get, set, doc=f"``[N, 2, MISSILES]`` view of row {row} of the slot block.")
 
 
 def _wrap(angle: Tensor) -> Tensor:
@@ -139,8 +160,9 @@ class AirCombatEnv(TensorVectorEnv):
     State fields are public tensors: per aircraft ``[N, 2]`` (``x``, ``y``, ``heading``,
     ``speed``, ``stock``, ``cooldown``, ``fired`` int64, ``alive``) and per missile slot
     ``[N, 2, MISSILES]`` (``m_x``, ``m_y``, ``m_cx``, ``m_cy``, ``m_fuel``, ``m_active``,
-    ``m_seen``). The flags ``alive``, ``m_active`` and ``m_seen`` are float32 1.0 / 0.0
-    (see :mod:`.flags`). On CPU a step computes only the sparse rows (slots in flight,
+    ``m_seen``: views of the rows of one ``[7, N, 2, MISSILES]`` block; assigning to one
+    copies into its row). The flags ``alive``, ``m_active`` and ``m_seen`` are float32 1.0 /
+    0.0 (see :mod:`.flags`). On CPU a step computes only the sparse rows (slots in flight,
     launches, copies that ended) and updates slot fields in place; elsewhere it uses masks.
 
     Attributes:
@@ -148,6 +170,11 @@ class AirCombatEnv(TensorVectorEnv):
     """
 
     name = "aircombat"
+    m_x, m_y = _missile_field("m_x"), _missile_field("m_y")  # position, m
+    m_cx, m_cy = _missile_field("m_cx"), _missile_field("m_cy")  # unit direction of flight
+    m_fuel = _missile_field("m_fuel")  # seconds of flight left
+    m_active = _missile_field("m_active")  # in flight
+    m_seen = _missile_field("m_seen")  # in flight and within MAW_RANGE
 
     def __init__(
         self,
@@ -212,13 +239,10 @@ class AirCombatEnv(TensorVectorEnv):
         self.stock = torch.zeros(n, 2, device=dev)  # missiles left, as float
         self.cooldown = torch.zeros(n, 2, device=dev)
         self.fired = torch.zeros(n, 2, dtype=torch.int64, device=dev)
-        self.m_x = torch.zeros(n, 2, m, device=dev)
-        self.m_y = torch.zeros(n, 2, m, device=dev)
-        self.m_cx = torch.ones(n, 2, m, device=dev)  # unit direction of flight
-        self.m_cy = torch.zeros(n, 2, m, device=dev)
-        self.m_fuel = torch.zeros(n, 2, m, device=dev)
-        self.m_active = torch.zeros(n, 2, m, device=dev)  # in flight
-        self.m_seen = torch.zeros(n, 2, m, device=dev)  # in flight and within MAW_RANGE
+        # The missile slot fields m_x ... m_seen are the rows of one block, so that the CPU
+        # path gathers and scatters the slots in flight with one op each.
+        self._missiles = torch.zeros(len(_MISSILE_FIELDS), n, 2, m, device=dev)
+        self.m_cx = 1.0  # a unit direction
         self._slots = torch.arange(m, device=dev, dtype=torch.float32)
         # Fly only the slots in flight (see _fly_compact) where a host sync costs nothing.
         self._compact = self.device.type == "cpu"
@@ -226,6 +250,7 @@ class AirCombatEnv(TensorVectorEnv):
         self._pool = ResetPool(
             num_envs=n, low=(0.0,) * 6, high=(1.0,) * 6, generator=self.generator, device=dev
         )
+        self._swap_index = _swap_index(dev)
         self._sides = torch.tensor([-1.0, 1.0], device=dev)  # P1, P2 on either side of the centre
         self._lock_cos = math.cos(P.LOCK_ANGLE)
         # 0-dim operands for the [N, 2, M] ops: a Python scalar operand is converted to a
@@ -341,8 +366,8 @@ class AirCombatEnv(TensorVectorEnv):
         for key in ("speed", "stock"):
             getattr(self, key)[rows] = const[key]
         self.alive[rows] = 1.0
-        for key in ("cooldown", "m_active", "m_seen"):
-            getattr(self, key)[rows] = 0.0
+        self.cooldown[rows] = 0.0
+        self._missiles[_ACTIVE:].index_fill_(1, rows, 0.0)  # m_active, m_seen
         self.fired = self.fired.clone()  # the old one is handed out as missiles_fired
         self.fired[rows] = 0
 
@@ -375,9 +400,7 @@ class AirCombatEnv(TensorVectorEnv):
         self.cooldown = self.cooldown * keep
         self.alive = torch.maximum(self.alive, pair)
         self.fired = self.fired * keep.long()
-        keep_slots = keep[:, :, None]
-        self.m_active = self.m_active * keep_slots
-        self.m_seen = self.m_seen * keep_slots
+        self._missiles[_ACTIVE:].mul_(keep[:, :, None])  # m_active, m_seen
 
     def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
         opp = self.opponent.act(self._p2_obs, inbound=self.inbound_missile()[:, 1])
@@ -400,16 +423,17 @@ class AirCombatEnv(TensorVectorEnv):
         old_x, old_y = self.x, self.y
         x = torch.addcmul(old_x, cos, step_len).clamp(-P.ARENA_HALF, P.ARENA_HALF)
         y = torch.addcmul(old_y, sin, step_len).clamp(-P.ARENA_HALF, P.ARENA_HALF)
-        ex, ey = _swap(x), _swap(y)  # the enemy's new position
+        # Each shooter's target, [5, N, 2]: new x, y, old x, y, alive (one swap for all).
+        targets = torch.stack((x, y, old_x, old_y, alive)).index_select(2, self._swap_index)
+        ex, ey = targets[0], targets[1]  # the enemy's new position
 
         # Missiles chase the enemy's new position (see _fly). On CPU only the slots in flight
         # are computed (a host sync is free there); on other devices every slot is.
         const = self._const
         in_flight = self._slot_count(self.m_active) if self.shaped else None  # before the step
-        target_alive = _swap(alive)
         fly = self._fly_compact if self._compact else self._fly_dense
         # [N, 2] per shooter: missiles that hit, missiles still flying.
-        hits, still = fly(ex, ey, _swap(old_x), _swap(old_y), target_alive)
+        hits, still = fly(targets)
 
         # Launch: slot k holds the k-th missile, so the free slot is MISSILES - stock. Without
         # a lock (enemy more than LOCK_ANGLE off the nose) the missile is spent for nothing.
@@ -449,45 +473,38 @@ class AirCombatEnv(TensorVectorEnv):
             reward = torch.addcmul(reward, bonus, p1).sub_(wasted, alpha=P.WASTED_MISSILE_PENALTY)
         return reward, terminated
 
-    def _fly_dense(
-        self, tx: Tensor, ty: Tensor, ox: Tensor, oy: Tensor, target_alive: Tensor
-    ) -> tuple[Tensor, Tensor]:
+    def _fly_dense(self, targets: Tensor) -> tuple[Tensor, Tensor]:
         """Flies every missile slot; updates the slot fields and ``m_seen``.
 
         Args:
-            tx, ty: ``[N, 2]``, the position of shooter ``s``'s target after the step.
-            ox, oy: ``[N, 2]``, its position before the step.
-            target_alive: ``[N, 2]`` flags.
+            targets: ``[5, N, 2]``: for shooter ``s``, its target's x and y after the step,
+                x and y before it, and alive flag.
 
         Returns:
             ``(hits, still)``, float32 ``[N, 2]`` per shooter: missiles that hit, and
             missiles still in flight.
         """
-        out = _fly(
-            (self.m_x, self.m_y, self.m_cx, self.m_cy, self.m_fuel, self.m_active),
-            tuple(t[:, :, None] for t in (tx, ty, ox, oy, target_alive)),
+        nx, ny, ncx, ncy, fuel, hit, m_active, seen = _fly(
+            tuple(self._missiles[:_SEEN]),
+            tuple(targets[..., None]),
             self._const,
         )
-        self.m_x, self.m_y, self.m_cx, self.m_cy, self.m_fuel, hit, m_active, self.m_seen = out
-        self.m_active = m_active
+        self._missiles = torch.stack((nx, ny, ncx, ncy, fuel, m_active, seen))
         return self._slot_count(hit), self._slot_count(m_active)
 
-    def _fly_compact(
-        self, tx: Tensor, ty: Tensor, ox: Tensor, oy: Tensor, target_alive: Tensor
-    ) -> tuple[Tensor, Tensor]:
+    def _fly_compact(self, targets: Tensor) -> tuple[Tensor, Tensor]:
         """:meth:`_fly_dense` for the slots in flight only (a few per copy), gathered into
         flat tensors and written back in place: much less memory traffic on CPU."""
-        idx = self.m_active.view(-1).nonzero().squeeze(1)  # flat slot indices in flight
+        block = self._missiles.view(len(_MISSILE_FIELDS), -1)  # [fields, slots]
+        idx = block[_ACTIVE].nonzero().squeeze(1)  # flat slot indices in flight
         shooter = idx.div(P.MISSILES, rounding_mode="floor")  # flat (copy, shooter) index
-        fields = (self.m_x, self.m_y, self.m_cx, self.m_cy, self.m_fuel, self.m_active)
-        slots = tuple(f.view(-1)[idx] for f in fields)
-        targets = tuple(t.reshape(-1)[shooter] for t in (tx, ty, ox, oy, target_alive))
-        out = _fly(slots, targets, self._const)
-        hit, m_active, seen = out[5:]
-        for field, value in zip(fields, (*out[:5], m_active), strict=True):
-            field.view(-1)[idx] = value
-        self.m_seen = torch.zeros_like(self.m_seen)
-        self.m_seen.view(-1)[idx] = seen
+        slots = block[:_SEEN].index_select(1, idx)
+        nx, ny, ncx, ncy, fuel, hit, m_active, seen = _fly(
+            slots.unbind(0), targets.view(5, -1).index_select(1, shooter).unbind(0), self._const
+        )
+        # Only slots in flight have m_seen set (it is cleared as a slot stops flying), so
+        # writing back the slots that flew updates every field of every slot.
+        block.index_copy_(1, idx, torch.stack((nx, ny, ncx, ncy, fuel, m_active, seen)))
         counts = torch.zeros(2, 2 * self.num_envs, device=self.device)
         counts[0].index_add_(0, shooter, hit)
         counts[1].index_add_(0, shooter, m_active)
@@ -502,13 +519,11 @@ class AirCombatEnv(TensorVectorEnv):
         slot = P.MISSILES - self.stock
         new = torch.eq(self._slots, slot[..., None], out=torch.empty_like(self.m_x))
         new = new * locked[..., None]  # [N, 2, M]: the launched missile's slot
-        fields = (self.m_x, self.m_y, self.m_cx, self.m_cy)
-        self.m_x, self.m_y, self.m_cx, self.m_cy = (
-            torch.lerp(field, value[..., None], new)
-            for field, value in zip(fields, start, strict=True)
-        )
-        self.m_fuel = torch.lerp(self.m_fuel, self._const["fuel"], new)
-        self.m_active = self.m_active + new  # the k-th slot is free until the k-th launch
+        # m_x, m_y, m_cx, m_cy, m_fuel of the new slot; the k-th slot is free until the k-th
+        # launch, so m_active += new.
+        values = torch.stack((*start, self._const["fuel"].expand_as(start[0])))
+        self._missiles[:_ACTIVE].lerp_(values[..., None], new)
+        self._missiles[_ACTIVE].add_(new)
 
     def _launch_compact(self, locked: Tensor, start: tuple[Tensor, ...]) -> None:
         """:meth:`_launch_dense` for the few launching aircraft, written in place."""
@@ -517,11 +532,11 @@ class AirCombatEnv(TensorVectorEnv):
             return
         free = (P.MISSILES - self.stock.view(-1)[shooter]).long()
         idx = shooter * P.MISSILES + free  # flat slot index
-        fields = (self.m_x, self.m_y, self.m_cx, self.m_cy)
-        for field, value in zip(fields, start, strict=True):
-            field.view(-1)[idx] = value.reshape(-1)[shooter]
-        self.m_fuel.view(-1)[idx] = P.MISSILE_FLIGHT_TIME
-        self.m_active.view(-1)[idx] = 1.0
+        block = self._missiles.view(len(_MISSILE_FIELDS), -1)
+        values = torch.stack(start).view(len(start), -1).index_select(1, shooter)
+        block[: len(start)].index_copy_(1, idx, values)  # m_x, m_y, m_cx, m_cy
+        block[_ACTIVE - 1].index_fill_(0, idx, P.MISSILE_FLIGHT_TIME)  # m_fuel
+        block[_ACTIVE].index_fill_(0, idx, 1.0)
 
     def _slot_count(self, flags: Tensor) -> Tensor:
         """float32 ``[N, 2]``: the set 0/1 flags of each ``[N, 2, MISSILES]`` slot row.
@@ -543,22 +558,14 @@ class AirCombatEnv(TensorVectorEnv):
         dist = torch.hypot(dx, dy)[:, None].expand_as(x)
         line = torch.atan2(dy, dx)  # direction from P1 to P2; P2 sees P1 at line + pi
         bearing = _wrap(line[:, None] + self._bearing_offset - heading)
-        enemy = _swap(torch.stack([speed, alive], 2))  # [K, 2, 2]
-        # [2, K, 10] from [K, 2] features read through transposed views: side 0 (P1) is then
-        # a contiguous [K, 10] block; one multiply normalizes every feature.
-        columns = (
-            x,
-            y,
-            heading,
-            speed,
-            stock,
-            alive,
-            dist,
-            bearing,
-            enemy[:, :, 0],
-            enemy[:, :, 1],
-        )
-        return torch.stack([c.T for c in columns], 2) * self._obs_scale
+        # [features, K, 2]; the last two rows (enemy speed and alive) are swapped copies of
+        # own speed and alive.
+        features = torch.stack((x, y, heading, speed, stock, alive, dist, bearing, speed, alive))
+        torch.index_select(features[3:6:2], 2, _swap_index(x.device), out=features[8:])
+        # Then one transposing copy to [2, K, 10]: side 0 (P1) is a contiguous [K, 10]
+        # block. (Stacking [K, 2] columns along a new last dim is several times slower.)
+        both = torch.empty(2, x.shape[0], OBS_DIM, device=x.device)
+        return both.copy_(features.permute(2, 1, 0)).mul_(self._obs_scale)
 
     # ------------------------------------------------------------------ checkpoints
     def _extra_state(self) -> dict[str, Any]:

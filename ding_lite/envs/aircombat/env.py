@@ -496,15 +496,18 @@ class AirCombatEnv(TensorVectorEnv):
         """:meth:`_fly_dense` for the slots in flight only (a few per copy), gathered into
         flat tensors and written back in place: much less memory traffic on CPU."""
         block = self._missiles.view(len(_MISSILE_FIELDS), -1)  # [fields, slots]
-        idx = block[_ACTIVE].nonzero().squeeze(1)  # flat slot indices in flight
+        # Flat slot indices in flight; flags read as int32 bits (+0.0 is 0) scan faster.
+        idx = block[_ACTIVE].view(torch.int32).nonzero().squeeze(1)
         shooter = idx.div(P.MISSILES, rounding_mode="floor")  # flat (copy, shooter) index
         slots = block[:_SEEN].index_select(1, idx)
         nx, ny, ncx, ncy, fuel, hit, m_active, seen = _fly(
             slots.unbind(0), targets.view(5, -1).index_select(1, shooter).unbind(0), self._const
         )
         # Only slots in flight have m_seen set (it is cleared as a slot stops flying), so
-        # writing back the slots that flew updates every field of every slot.
-        block.index_copy_(1, idx, torch.stack((nx, ny, ncx, ncy, fuel, m_active, seen)))
+        # writing back the slots that flew updates every field of every slot. (scatter_ is
+        # several times faster than index_copy_ here on CPU.)
+        new = torch.stack((nx, ny, ncx, ncy, fuel, m_active, seen))
+        block.scatter_(1, idx.expand_as(new), new)
         counts = torch.zeros(2, 2 * self.num_envs, device=self.device)
         counts[0].index_add_(0, shooter, hit)
         counts[1].index_add_(0, shooter, m_active)

@@ -23,4 +23,4 @@ def flag(compare: Callable[..., Tensor], a: Tensor, b: Tensor | float) -> Tensor
     ``a`` must have the broadcast shape of the two; a comparison written into a float
     tensor runs the vectorized kernel.
     """
-    return compare(a, b, out=torch.empty(a.shape, device=a.device))
+    return compare(a, b, out=torch.empty_like(a, dtype=torch.float32))

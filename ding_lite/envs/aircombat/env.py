@@ -278,7 +278,7 @@ class AirCombatEnv(TensorVectorEnv):
             + [1.0 / math.pi, 1.0 / P.MAX_SPEED, 1.0 / P.MISSILES, 1.0]
             + [1.0 / P.DISTANCE_SCALE, 1.0 / math.pi, 1.0 / P.MAX_SPEED, 1.0],
             device=dev,
-        )
+        )[:, None, None]  # per feature of a [10, K, 2] stack
         self._p2_obs = torch.zeros(n, OBS_DIM, device=dev)  # P2's obs, for the opponent
         self._outcome = torch.zeros(n, device=dev)  # this step's outcome, before autoreset
         self._fired_final = self.fired
@@ -325,15 +325,13 @@ class AirCombatEnv(TensorVectorEnv):
         the rest keep their final observation. Elsewhere, the base class's dense way."""
         if not self._compact:
             return super()._autoreset(done)
-        final_obs = self._obs()
-        obs, p2_obs = final_obs.clone(), self._p2_obs.clone()
+        final_obs = self._obs()  # also this step's P2 obs, new: updated in place below
+        obs = final_obs.clone()
         rows = done.nonzero().squeeze(1)
         self._reset_rows(rows)
         if rows.numel():
             fields = (self.x, self.y, self.heading, self.speed, self.stock, self.alive)
-            both = self._observe(*(f[rows] for f in fields))
-            obs[rows], p2_obs[rows] = both[0], both[1]
-        self._p2_obs = p2_obs
+            obs[rows], self._p2_obs[rows] = self._observe(*(f[rows] for f in fields))
         return obs, final_obs
 
     def _draw_starts(self, u: Tensor) -> dict[str, Tensor]:
@@ -403,14 +401,19 @@ class AirCombatEnv(TensorVectorEnv):
         self._missiles[_ACTIVE:].mul_(keep[:, :, None])  # m_active, m_seen
 
     def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
-        opp = self.opponent.act(self._p2_obs, inbound=self.inbound_missile()[:, 1])
-        rudder = torch.stack([action[:, 0], opp["rudder"]], 1).clamp(-1.0, 1.0)
+        # P2's warner sees P1's missiles (shooter 0): inbound_missile()[:, 1] without a swap.
+        opp = self.opponent.act(self._p2_obs, inbound=_any_slot(self.m_seen)[:, 0])
         if self.throttle is None:
             p1_throttle = action[:, 1]
         else:
             p1_throttle = torch.full_like(action[:, 0], self.throttle)
-        throttle = torch.stack([p1_throttle, opp["throttle"]], 1).clamp(0.0, 1.0)
-        trigger = flag(torch.ge, torch.stack([action[:, -1], opp["fire"]], 1), 0.5)
+        controls = torch.stack(
+            (action[:, 0], opp["rudder"], p1_throttle, opp["throttle"], action[:, -1], opp["fire"]),
+            1,
+        ).view(-1, 3, 2)  # [N, control, aircraft]
+        rudder = controls[:, 0].clamp(-1.0, 1.0)
+        throttle = controls[:, 1].clamp(0.0, 1.0)
+        trigger = flag(torch.ge, controls[:, 2], 0.5)
         alive = self.alive  # float 0/1 flags from here on (see .flags)
 
         # Aircraft: turn, change speed toward the throttle's target, move, stay in the arena.
@@ -549,14 +552,19 @@ class AirCombatEnv(TensorVectorEnv):
         return flags.view(-1, P.MISSILES).mv(self._ones_slots).view(self.num_envs, 2)
 
     def _obs(self) -> Tensor:
-        both = self._observe(self.x, self.y, self.heading, self.speed, self.stock, self.alive)
-        self._p2_obs = both[1]
-        return both[0]
+        obs, self._p2_obs = self._observe(
+            self.x, self.y, self.heading, self.speed, self.stock, self.alive
+        )
+        return obs
 
     def _observe(
         self, x: Tensor, y: Tensor, heading: Tensor, speed: Tensor, stock: Tensor, alive: Tensor
-    ) -> Tensor:
-        """float32 ``[2, K, 10]``: both sides' observations from ``[K, 2]`` state fields."""
+    ) -> tuple[Tensor, Tensor]:
+        """float32 ``[K, 10]`` observations of P1 and P2 from ``[K, 2]`` state fields.
+
+        P1's is contiguous (it is returned to the caller); P2's is a strided view, read only
+        by the opponent, which spares a transposing copy.
+        """
         dx, dy = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
         dist = torch.hypot(dx, dy)[:, None].expand_as(x)
         line = torch.atan2(dy, dx)  # direction from P1 to P2; P2 sees P1 at line + pi
@@ -565,10 +573,10 @@ class AirCombatEnv(TensorVectorEnv):
         # own speed and alive.
         features = torch.stack((x, y, heading, speed, stock, alive, dist, bearing, speed, alive))
         torch.index_select(features[3:6:2], 2, _swap_index(x.device), out=features[8:])
-        # Then one transposing copy to [2, K, 10]: side 0 (P1) is a contiguous [K, 10]
-        # block. (Stacking [K, 2] columns along a new last dim is several times slower.)
-        both = torch.empty(2, x.shape[0], OBS_DIM, device=x.device)
-        return both.copy_(features.permute(2, 1, 0)).mul_(self._obs_scale)
+        features.mul_(self._obs_scale)
+        # One transposing copy for P1. (Stacking [K, 2] columns along a new last dim instead
+        # is several times slower.)
+        return features[:, :, 0].T.contiguous(), features[:, :, 1].T
 
     # ------------------------------------------------------------------ checkpoints
     def _extra_state(self) -> dict[str, Any]:

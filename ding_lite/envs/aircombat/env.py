@@ -336,18 +336,16 @@ class AirCombatEnv(TensorVectorEnv):
 
     def _draw_starts(self, u: Tensor) -> dict[str, Tensor]:
         """Start positions and headings, ``[K, 2]`` each, from ``u``: ``[6, K]`` U(0, 1)."""
-        cx = (u[0] * 2.0 - 1.0) * P.START_CENTRE_SPREAD
-        cy = (u[1] * 2.0 - 1.0) * P.START_CENTRE_SPREAD
+        # Rows of u: centre x, centre y, separation, axis, P1's heading, P2's heading.
+        v = u * 2.0 - 1.0  # U(-1, 1)
+        centre = v[:2] * P.START_CENTRE_SPREAD  # [2, K]: x, y
         half = 0.5 * (
             P.START_MIN_SEPARATION + u[2] * (P.START_MAX_SEPARATION - P.START_MIN_SEPARATION)
         )
         axis = u[3] * (2.0 * math.pi)
-        hx, hy = torch.cos(axis) * half, torch.sin(axis) * half
-        return {
-            "x": torch.addcmul(cx[:, None], hx[:, None], self._sides),
-            "y": torch.addcmul(cy[:, None], hy[:, None], self._sides),
-            "heading": (u[4:6].T * 2.0 - 1.0) * math.pi,
-        }
+        offset = torch.stack((torch.cos(axis), torch.sin(axis))) * half  # P2's from the centre
+        xy = torch.addcmul(centre[:, :, None], offset[:, :, None], self._sides)  # [2, K, 2]
+        return {"x": xy[0], "y": xy[1], "heading": v[4:6].T * math.pi}
 
     def _reset_rows(self, rows: Tensor) -> None:
         """:meth:`_reset_state` for the copies ``rows`` (int64 ``[K]``), written in place."""

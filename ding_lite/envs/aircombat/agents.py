@@ -212,9 +212,9 @@ class CrankAgent(Agent):
         if env_mask is None:
             self.mode.zero_()
             self.hold.zero_()
-        else:
-            self.mode = torch.where(env_mask, APPROACH, self.mode)
-            self.hold = torch.where(env_mask, 0.0, self.hold)
+        else:  # in place: act() made them new tensors
+            self.mode.masked_fill_(env_mask, APPROACH)
+            self.hold.masked_fill_(env_mask, 0.0)
 
     def to(self, device: str | torch.device) -> Agent:
         super().to(device)

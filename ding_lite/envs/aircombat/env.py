@@ -564,7 +564,8 @@ class AirCombatEnv(TensorVectorEnv):
         by the opponent, which spares a transposing copy.
         """
         dx, dy = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
-        dist = torch.hypot(dx, dy)[:, None].expand_as(x)
+        # Contiguous: one strided input sends the whole stack below down a slow path.
+        dist = torch.hypot(dx, dy)[:, None].expand_as(x).contiguous()
         line = torch.atan2(dy, dx)  # direction from P1 to P2; P2 sees P1 at line + pi
         bearing = _wrap(line[:, None] + self._bearing_offset - heading)
         # [features, K, 2]; the last two rows (enemy speed and alive) are swapped copies of

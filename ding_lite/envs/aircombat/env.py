@@ -14,31 +14,19 @@ from torch import Tensor
 
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.agents import Agent, create_agent
-from ding_lite.envs.aircombat.flags import flag
+from ding_lite.envs.aircombat.flags import any_slot, flag
+from ding_lite.envs.aircombat.missiles import fly
 from ding_lite.envs.autoreset import ResetPool
 from ding_lite.envs.base import StepResult, TensorVectorEnv
 from ding_lite.envs.spaces import Box, Hybrid
 
 OBS_DIM = 10
-# A float32 slot row [MISSILES] read as one element (see _any_slot); None: a reduction.
-_ROW_DTYPE = {1: torch.int32, 2: torch.int64, 4: torch.complex128}.get(P.MISSILES)
 # Missile slot fields, in the order of their rows in AirCombatEnv._missiles.
 _MISSILE_FIELDS = ("m_x", "m_y", "m_cx", "m_cy", "m_fuel", "m_active", "m_seen")
 _ACTIVE, _SEEN = _MISSILE_FIELDS.index("m_active"), _MISSILE_FIELDS.index("m_seen")
 _STATE_KEYS = (
     "x", "y", "heading", "speed", "alive", "stock", "cooldown", "fired", *_MISSILE_FIELDS,
 )  # fmt: skip
-
-
-def _any_slot(flags: Tensor) -> Tensor:
-    """bool ``[N, 2]``: any float32 0/1 flag of a ``[N, 2, MISSILES]`` slot row is set.
-
-    With up to four slots, a row is read as one element (four are 16 bytes: complex128),
-    since a reduction over a short last dim runs a slow strided kernel on CPU.
-    """
-    if _ROW_DTYPE is None:
-        return flags.amax(-1) != 0
-    return flags.view(_ROW_DTYPE).squeeze(-1) != 0
 
 
 _SWAP_INDEX: dict[torch.device, Tensor] = {}
@@ -77,59 +65,6 @@ def _missile_field(name: str) -> property:
 def _wrap(angle: Tensor) -> Tensor:
     """Wraps radians to ``[-pi, pi)``."""
     return torch.remainder(angle + math.pi, 2.0 * math.pi) - math.pi
-
-
-def _fly(
-    slots: tuple[Tensor, ...], targets: tuple[Tensor, ...], const: dict[str, Tensor]
-) -> tuple[Tensor, ...]:
-    """One step of missile flight, elementwise over any shape of slots.
-
-    Each missile chases its target's new position: the nose points at it if that is within
-    one step's turn, else turns by the most it can. Directions are unit vectors, which
-    avoids trigonometry. A hit is a closest approach within the step (both moving in
-    straight lines) under ``KILL_RADIUS``.
-
-    Args:
-        slots: ``(m_x, m_y, m_cx, m_cy, m_fuel, m_active)`` of the slots.
-        targets: ``(tx, ty, ox, oy, target_alive)``: the target's position after and before
-            the step and its alive flag, broadcastable to the slots.
-        const: The env's 0-dim constants.
-
-    Returns:
-        ``(m_x, m_y, m_cx, m_cy, m_fuel, hit, m_active, m_seen)`` after the step, before
-        launches; flags float 0/1.
-    """
-    mx, my, mcx, mcy, fuel, active = slots
-    tx, ty, ox, oy, target_alive = targets
-    dx, dy = tx - mx, ty - my
-    d2 = torch.addcmul(dx * dx, dy, dy)
-    inv = torch.rsqrt(d2.clamp(min=1.0))
-    ux, uy = dx * inv, dy * inv
-    turn_cos, turn_sin = const["turn_cos"], const["turn_sin"]
-    within = flag(torch.ge, torch.addcmul(mcx * ux, mcy, uy), turn_cos)
-    side = torch.copysign(turn_sin, torch.addcmul(mcx * uy, mcy, ux, value=-1.0))
-    ncx = torch.lerp(torch.addcmul(mcx * turn_cos, mcy, side, value=-1.0), ux, within)
-    ncy = torch.lerp(torch.addcmul(mcy * turn_cos, mcx, side), uy, within)
-    nx = torch.add(mx, ncx, alpha=P.MISSILE_SPEED * P.DT)
-    ny = torch.add(my, ncy, alpha=P.MISSILE_SPEED * P.DT)
-    # Closest approach: rel(t) = r0 + t dr for t in [0, 1], r0 the missile's offset from the
-    # target before the step, dr the missile's move minus the target's; q = -t keeps the
-    # sums as fused multiply-adds.
-    r0x, r0y = mx - ox, my - oy
-    drx = torch.add(ox - tx, ncx, alpha=P.MISSILE_SPEED * P.DT)
-    dry = torch.add(oy - ty, ncy, alpha=P.MISSILE_SPEED * P.DT)
-    dr2 = torch.addcmul(drx * drx, dry, dry).clamp(min=1e-6)
-    q = (torch.addcmul(r0x * drx, r0y, dry) / dr2).clamp(-1.0, 0.0)
-    cx = torch.addcmul(r0x, drx, q, value=-1.0)
-    cy = torch.addcmul(r0y, dry, q, value=-1.0)
-    miss2 = torch.addcmul(cx * cx, cy, cy)  # squared miss distance
-    hit = flag(torch.lt, miss2, const["kill_radius2"]) * active * target_alive
-    m_fuel = fuel - const["dt"]
-    # Still flying: fuel left and inside the arena (|nx|, |ny| <= ARENA_HALF).
-    inside = flag(torch.le, torch.maximum(nx.abs(), ny.abs()), const["arena_half"])
-    m_active = (active - hit) * inside * flag(torch.gt, m_fuel, const["zero"])
-    seen = flag(torch.lt, d2, const["maw_range2"]) * m_active
-    return nx, ny, ncx, ncy, m_fuel, hit, m_active, seen
 
 
 class AirCombatEnv(TensorVectorEnv):
@@ -313,7 +248,7 @@ class AirCombatEnv(TensorVectorEnv):
         True when an enemy missile in flight was within ``MAW_RANGE`` at the last step. The
         agent-side helper the :class:`CrankAgent` reads; not part of the observation.
         """
-        return _swap(_any_slot(self.m_seen))
+        return _swap(any_slot(self.m_seen))
 
     def obs_both(self) -> Tensor:
         """float32 ``[N, 2, 10]``: the last observation of each side (P1, P2)."""
@@ -400,7 +335,7 @@ class AirCombatEnv(TensorVectorEnv):
 
     def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
         # P2's warner sees P1's missiles (shooter 0): inbound_missile()[:, 1] without a swap.
-        opp = self.opponent.act(self._p2_obs, inbound=_any_slot(self.m_seen)[:, 0])
+        opp = self.opponent.act(self._p2_obs, inbound=any_slot(self.m_seen)[:, 0])
         if self.throttle is None:
             p1_throttle = action[:, 1]
         else:
@@ -428,13 +363,13 @@ class AirCombatEnv(TensorVectorEnv):
         targets = torch.stack((x, y, old_x, old_y, alive)).index_select(2, self._swap_index)
         ex, ey = targets[0], targets[1]  # the enemy's new position
 
-        # Missiles chase the enemy's new position (see _fly). On CPU only the slots in flight
-        # are computed (a host sync is free there); on other devices every slot is.
+        # Missiles chase the enemy's new position (see missiles.fly). On CPU only the slots
+        # in flight are computed (a host sync is free there); on other devices every slot is.
         const = self._const
         in_flight = self._slot_count(self.m_active) if self.shaped else None  # before the step
-        fly = self._fly_compact if self._compact else self._fly_dense
+        fly_slots = self._fly_compact if self._compact else self._fly_dense
         # [N, 2] per shooter: missiles that hit, missiles still flying.
-        hits, still = fly(targets)
+        hits, still = fly_slots(targets)
 
         # Launch: slot k holds the k-th missile, so the free slot is MISSILES - stock. Without
         # a lock (enemy more than LOCK_ANGLE off the nose) the missile is spent for nothing.
@@ -485,7 +420,7 @@ class AirCombatEnv(TensorVectorEnv):
             ``(hits, still)``, float32 ``[N, 2]`` per shooter: missiles that hit, and
             missiles still in flight.
         """
-        nx, ny, ncx, ncy, fuel, hit, m_active, seen = _fly(
+        nx, ny, ncx, ncy, fuel, hit, m_active, seen = fly(
             tuple(self._missiles[:_SEEN]),
             tuple(targets[..., None]),
             self._const,
@@ -501,7 +436,7 @@ class AirCombatEnv(TensorVectorEnv):
         idx = block[_ACTIVE].view(torch.int32).nonzero().squeeze(1)
         shooter = idx.div(P.MISSILES, rounding_mode="floor")  # flat (copy, shooter) index
         slots = block[:_SEEN].index_select(1, idx)
-        nx, ny, ncx, ncy, fuel, hit, m_active, seen = _fly(
+        nx, ny, ncx, ncy, fuel, hit, m_active, seen = fly(
             slots.unbind(0), targets.view(5, -1).index_select(1, shooter).unbind(0), self._const
         )
         # Only slots in flight have m_seen set (it is cleared as a slot stops flying), so

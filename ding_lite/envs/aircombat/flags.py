@@ -16,6 +16,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from ding_lite.envs.aircombat import physics as P
+
+# A float32 slot row [MISSILES] read as one element (see any_slot); None: a reduction.
+_ROW_DTYPE = {1: torch.int32, 2: torch.int64, 4: torch.complex128}.get(P.MISSILES)
+
 
 def flag(compare: Callable[..., Tensor], a: Tensor, b: Tensor | float) -> Tensor:
     """float32 ``compare(a, b)`` as 1.0 / 0.0, shaped like ``a`` (e.g. ``torch.lt``).
@@ -24,3 +29,14 @@ def flag(compare: Callable[..., Tensor], a: Tensor, b: Tensor | float) -> Tensor
     tensor runs the vectorized kernel.
     """
     return compare(a, b, out=torch.empty_like(a, dtype=torch.float32))
+
+
+def any_slot(flags: Tensor) -> Tensor:
+    """bool ``[N, 2]``: any float32 0/1 flag of a ``[N, 2, MISSILES]`` slot row is set.
+
+    With up to four slots, a row is read as one element (four are 16 bytes: complex128),
+    since a reduction over a short last dim runs a slow strided kernel on CPU.
+    """
+    if _ROW_DTYPE is None:
+        return flags.amax(-1) != 0
+    return flags.view(_ROW_DTYPE).squeeze(-1) != 0

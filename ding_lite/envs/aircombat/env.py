@@ -295,12 +295,12 @@ class AirCombatEnv(TensorVectorEnv):
             getattr(self, key)[rows] = value
         const = self._const
         for key in ("speed", "stock"):
-            getattr(self, key)[rows] = const[key]
-        self.alive[rows] = 1.0
-        self.cooldown[rows] = 0.0
+            getattr(self, key).index_fill_(0, rows, const[key])
+        self.alive.index_fill_(0, rows, 1.0)
+        self.cooldown.index_fill_(0, rows, 0.0)
         self._missiles[_ACTIVE:].index_fill_(1, rows, 0.0)  # m_active, m_seen
-        self.fired = self.fired.clone()  # the old one is handed out as missiles_fired
-        self.fired[rows] = 0
+        # A new tensor: the old one is handed out as missiles_fired.
+        self.fired = self.fired.index_fill(0, rows, 0)
 
     def _reset_state(self, mask: Tensor | None) -> None:
         n = self.num_envs

@@ -506,7 +506,7 @@ class AirCombatEnv(TensorVectorEnv):
         # [features, K, 2]; the last two rows (enemy speed and alive) are swapped copies of
         # own speed and alive.
         features = torch.stack((x, y, heading, speed, stock, alive, dist, bearing, speed, alive))
-        torch.index_select(features[3:6:2], 2, _swap_index(x.device), out=features[8:])
+        torch.index_select(features[3:6:2], 2, self._swap_index, out=features[8:])
         features.mul_(self._obs_scale)
         # One transposing copy for P1. (Stacking [K, 2] columns along a new last dim instead
         # is several times slower.)

@@ -2,11 +2,13 @@
 
 For each seed: ``ding-lite serial -c pendulum_ppo`` and ``ding-lite parallel -c
 pendulum_ppo_parallel`` with 1 and 2 collectors, all with the same algorithm settings (64 env
-copies in total per iteration: 64 for serial, 64 / C per collector). Prints, per run: wall
-seconds from launch to the target (eval mean >= -200, or the env-step limit), steady-state env
-steps/s, and for the parallel runs the control round trip of a coordinator task
-(``collector_data_task``) and the policy-sync latency (learner publishes -> a collector acts
-with it), p50/p99. Asserts nothing about time.
+copies in total per iteration: 64 for serial, 64 / C per collector). Each run is launched as
+the command a user types, in a fresh process, so every run pays its own start-up (Python,
+torch, and for parallel the worker processes). Prints, per run: wall seconds from launch to
+exit (the run stops at the target, eval mean >= -200, or at the env-step limit),
+steady-state env steps/s, and for the parallel runs the control round trip of a coordinator
+task (``collector_data_task``) and the policy-sync latency (learner publishes -> a collector
+acts with it), p50/p99. Asserts nothing about time.
 
     python bench/parallel_throughput.py --seeds 0 1 2
 """
@@ -14,7 +16,10 @@ with it), p50/p99. Asserts nothing about time.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,30 +27,30 @@ from pathlib import Path
 TOTAL_ENVS = 64
 
 
-def run_serial(seed: int, exp_dir: Path) -> dict:
-    from ding_lite import serial_pipeline
-
+def launch(args: list[str], exp_dir: Path) -> dict:
+    """Runs ``python -m ding_lite ARGS --exp-dir EXP_DIR -q``; returns its result.json plus
+    ``launch_to_end_s``, the wall seconds from launch to exit."""
+    cmd = [sys.executable, "-m", "ding_lite", *args, "--exp-dir", str(exp_dir), "-q"]
     start = time.perf_counter()
-    policy = serial_pipeline("pendulum_ppo", seed=seed, exp_dir=str(exp_dir))
-    result = dict(policy.result)
-    result["launch_to_end_s"] = time.perf_counter() - start
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    result = json.loads((exp_dir / "result.json").read_text())
+    result["launch_to_end_s"] = elapsed
+    return result
+
+
+def run_serial(seed: int, exp_dir: Path) -> dict:
+    result = launch(["serial", "-c", "pendulum_ppo", "--seed", str(seed)], exp_dir)
     result["steady_sps"] = result["sps"]
     return result
 
 
 def run_parallel(seed: int, collectors: int, exp_dir: Path) -> dict:
-    from ding_lite.entry.parallel import parallel_pipeline
-
-    start = time.perf_counter()
-    result = parallel_pipeline(
-        "pendulum_ppo_parallel",
-        seed=seed,
-        collectors=collectors,
-        exp_dir=str(exp_dir),
-        overrides=[f"env.num_envs={TOTAL_ENVS // collectors}"],
-    )
-    result["launch_to_end_s"] = time.perf_counter() - start
-    return result
+    args = ["parallel", "-c", "pendulum_ppo_parallel", "--seed", str(seed)]
+    args += ["--collectors", str(collectors), f"env.num_envs={TOTAL_ENVS // collectors}"]
+    return launch(args, exp_dir)
 
 
 def _ms(value: float | None) -> str:

@@ -239,3 +239,38 @@ def test_per_role_commands_join_a_coordinator(tmp_path):
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["train_iter"] == 3 and result["stop_reason"] == "max_train_iter"
     assert not [p for p in (tmp_path / "run" / "data").rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize(
+    ("role", "cores", "collectors", "threads"),
+    [
+        ("collector", 16, 2, 1),
+        ("learner", 2, 1, 1),  # the other core is the collector's
+        ("learner", 2, 2, 1),  # never fewer than one
+        ("learner", 8, 2, 6),
+    ],
+)
+def test_worker_threads_leave_the_collectors_their_cores(
+    monkeypatch, role, cores, collectors, threads
+):
+    from ding_lite.entry import parallel
+
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert parallel._worker_threads(role, collectors) == threads
+
+
+def test_spawn_sets_worker_threads_unless_the_user_did(monkeypatch, tmp_path):
+    from ding_lite.config import compile_config
+    from ding_lite.entry import parallel
+
+    seen = []
+    monkeypatch.setattr(parallel.subprocess, "Popen", lambda cmd, **kw: seen.append(kw["env"]))
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cfg = compile_config("pendulum_ppo_parallel")
+    parallel._spawn("learner", "learner0", "127.0.0.1:1", "tok", cfg, tmp_path)
+    parallel._spawn("collector", "collector0", "127.0.0.1:1", "tok", cfg, tmp_path)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    parallel._spawn("collector", "collector1", "127.0.0.1:1", "tok", cfg, tmp_path)
+    assert [env["OMP_NUM_THREADS"] for env in seen] == ["2", "1", "3"]
+    assert all(env["DING_LITE_TOKEN"] == "tok" for env in seen)

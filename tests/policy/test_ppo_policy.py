@@ -141,3 +141,40 @@ def test_eval_mode_is_deterministic():
     policy = make_policy()
     obs = torch.randn(10, 4)
     assert torch.equal(policy.eval_mode.forward(obs), policy.eval_mode.forward(obs))
+
+
+def test_optimizer_is_built_on_first_use_only():
+    policy = make_policy()
+    policy.collect_mode.forward(torch.randn(8, 4))
+    policy.eval_mode.forward(torch.randn(8, 4))
+    assert policy._optimizer is None  # acting never needs one
+    first = policy.optimizer
+    policy.learn_mode.forward(batch(policy))
+    assert policy.optimizer is first
+    assert isinstance(first, torch.optim.Adam) and first.defaults["foreach"] is True
+
+
+def test_collecting_process_never_imports_torch_dynamo():
+    # Building torch's first optimizer imports torch._dynamo (about 2 s of CPU); a
+    # collector process, which only acts, must not pay for it.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch\n"
+        "from ding_lite.config import compile_config\n"
+        "from ding_lite.envs.from_config import build_env\n"
+        "from ding_lite.policy import create_policy\n"
+        "from ding_lite.worker.collector import SerialCollector\n"
+        "cfg = compile_config('pendulum_ppo')\n"
+        "env = build_env(cfg, 4, 'cpu', 0)\n"
+        "policy = create_policy(cfg.policy, obs_shape=env.obs_shape,"
+        " action_space=env.action_space)\n"
+        "SerialCollector(env, policy.collect_mode, n_steps=8, gamma=0.9, gae_lambda=0.9,"
+        " adv_estimator=policy.adv_estimator, seed=0).collect()\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "False"

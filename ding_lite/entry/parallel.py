@@ -7,6 +7,7 @@ span machines sharing a filesystem.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import signal
@@ -499,6 +500,19 @@ def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> 
     return result
 
 
+def _preload_optimizer_imports() -> None:
+    """Imports now what torch imports when a process builds its first optimizer.
+
+    That is ``torch._dynamo``, about 2 s of CPU. A learner cannot train before it is done,
+    so doing it before registering costs the run no time; left to the first update, it
+    would run while the collectors collect and answer their first tasks.
+    """
+    try:
+        importlib.import_module("torch._dynamo")
+    except ImportError:  # a torch without it builds optimizers without it
+        pass
+
+
 def run_worker(
     role: str,
     *,
@@ -538,6 +552,8 @@ def run_worker(
     # the GIL busy; at Python's default 5 ms switch interval each hand-over between them
     # can wait that long, and a task round trip has several.
     sys.setswitchinterval(WORKER_SWITCH_INTERVAL_S)
+    if role == "learner":
+        _preload_optimizer_imports()
     worker = worker_cls(worker_id=worker_id, device=device, slave_factory=slave)
     previous = _sigterm_as_interrupt()
     try:

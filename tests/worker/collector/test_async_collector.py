@@ -66,11 +66,23 @@ def test_policy_sync_swaps_weights_between_rollouts(tmp_path):
     new_state = {k: torch.zeros_like(v) for k, v in policy.model.state_dict().items()}
     path = write_policy(tmp_path / "policy", 5, new_state)
     collector.start()
+    written = []
+
+    def consume():  # as the learner does; a paused loop swaps once it may collect again
+        for meta in collector.drain()["files"]:
+            written.append(meta["policy_version"])
+            Path(meta["path"]).unlink()
+
     try:
+        assert wait_for(lambda: len(list((tmp_path / "c0").glob("*.pt"))) >= 4)
+        time.sleep(0.1)
         collector.sync_policy(str(path), 5, published_at=time.time())
-        assert wait_for(lambda: collector.policy_version == 5)
+        time.sleep(0.1)
+        assert collector.policy_version == 0  # paused at its backlog: nothing acts yet
+        assert wait_for(lambda: consume() or collector.policy_version == 5)
         assert all(torch.count_nonzero(p) == 0 for p in policy.model.parameters())
-        assert wait_for(lambda: any(m["policy_version"] == 5 for m in collector.drain()["files"]))
+        assert wait_for(lambda: consume() or 5 in written)
+        assert written[:4] == [0, 0, 0, 0]
         collector.sync_policy(str(path), 5)  # same version again: ignored
         with pytest.raises(ValueError, match="holds policy version 5"):
             collector.sync_policy(str(path), 6)

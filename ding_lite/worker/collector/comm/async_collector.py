@@ -3,7 +3,7 @@
 The loop never waits for the coordinator: it collects a rollout (with advantages from the
 behaviour policy's values), writes it atomically under ``<path_data>/<name>/`` and records its
 metadata in an outbox that ``drain()`` empties. New weights handed to ``sync_policy()`` are
-swapped in between two rollouts, so the env never pauses for a policy update.
+swapped in right before the next rollout, so the env never pauses for a policy update.
 """
 
 from __future__ import annotations
@@ -161,11 +161,14 @@ class AsyncCollector:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                self._swap_policy()
                 self._unconsumed = [p for p in self._unconsumed if p.exists()]
                 if len(self._unconsumed) >= self.max_pending_files:
                     self._stop.wait(0.002)
                     continue
+                # Swapped in (and evaluated) right before the rollout that acts with it, not
+                # while paused: a pause ends when the learner takes the files, so the work
+                # runs beside its update instead of beside the coordinator's next task.
+                self._swap_policy()
                 data = self.collector.collect()
                 meta = write_rollout(
                     self.path_data,

@@ -5,7 +5,8 @@ pendulum_ppo_parallel`` with 1 and 2 collectors, all with the same algorithm set
 copies in total per iteration: 64 for serial, 64 / C per collector). Each run is launched as
 the command a user types, in a fresh process, so every run pays its own start-up (Python,
 torch, and for parallel the worker processes). Prints, per run: wall seconds from launch to
-exit (the run stops at the target, eval mean >= -200, or at the env-step limit),
+exit (the run stops at the target, eval mean >= -200, or at the env-step limit; "in-run" is
+the run's own ``wall_s`` from result.json, which leaves out the start of the main process),
 steady-state env steps/s, and for the parallel runs the control round trip of a coordinator
 task (``collector_data_task``) and the policy-sync latency (learner publishes -> a collector
 acts with it), p50/p99. Asserts nothing about time.
@@ -63,7 +64,8 @@ def main() -> None:
     args = parser.parse_args()
     rows: dict[str, list[dict]] = {"serial": [], "parallel-1c": [], "parallel-2c": []}
     header = (
-        f"{'run':<12} {'seed':>4} {'solved':>6} {'wall s':>7} {'steps':>9} {'iters':>5} "
+        f"{'run':<12} {'seed':>4} {'solved':>6} {'wall s':>7} {'in-run':>7} {'steps':>9} "
+        f"{'iters':>5} "
         f"{'steady SPS':>10} {'ctl p50/p99 ms':>15} {'sync p50/p99 ms':>16}"
     )
     print(header)
@@ -80,18 +82,22 @@ def main() -> None:
                 sync = f"{_ms(r.get('policy_sync_p50_s'))}/{_ms(r.get('policy_sync_p99_s'))}"
                 print(
                     f"{name:<12} {seed:>4} {str(r['solved']):>6} {r['launch_to_end_s']:>7.1f} "
-                    f"{r['envstep']:>9} {r['train_iter']:>5} {r['steady_sps']:>10,.0f} "
+                    f"{r['wall_s']:>7.1f} {r['envstep']:>9} {r['train_iter']:>5} "
+                    f"{r['steady_sps']:>10,.0f} "
                     f"{control:>15} {sync:>16}",
                     flush=True,
                 )
     print()
     serial_wall = statistics.median(r["launch_to_end_s"] for r in rows["serial"])
+    serial_in_run = statistics.median(r["wall_s"] for r in rows["serial"])
     for name, results in rows.items():
         wall = statistics.median(r["launch_to_end_s"] for r in results)
         sps = statistics.median(r["steady_sps"] for r in results)
         solved = sum(r["solved"] for r in results)
         line = f"{name:<12} solved {solved}/{len(results)}  median wall {wall:6.1f} s  "
+        in_run = statistics.median(r["wall_s"] for r in results)
         line += f"median steady SPS {sps:,.0f}  serial/this wall = {serial_wall / wall:.2f}x"
+        line += f" (in-run {serial_in_run / in_run:.2f}x)"
         if name != "serial":
             ctl = [r["control_p99_s"] for r in results if r["control_p99_s"] is not None]
             sync = [r["policy_sync_p99_s"] for r in results if r["policy_sync_p99_s"] is not None]

@@ -124,3 +124,44 @@ def test_drain_reports_episode_outcomes_of_envs_that_have_them(tmp_path):
         assert plain.drain()["episode_outcomes"] == []
     finally:
         plain.stop()
+
+
+@pytest.mark.timeout(60)
+def test_on_policy_runs_once_the_first_rollout_with_that_policy_is_written(tmp_path):
+    policy, collector = make(tmp_path, max_pending=1)
+    seen = []
+
+    def on_policy(version):  # e.g. an evaluation: by now the learner has the new data
+        files = sorted((tmp_path / "c0").glob("*.pt"))
+        seen.append((version, [read_rollout(f)["policy_version"] for f in files]))
+        return {"policy_version": version}
+
+    collector.set_on_policy(on_policy)
+    state = {k: v.clone() for k, v in policy.model.state_dict().items()}
+    path = write_policy(tmp_path / "policy", 5, state)
+    collector.start()
+    try:
+        assert wait_for(lambda: len(list((tmp_path / "c0").glob("*.pt"))) == 1)
+        collector.sync_policy(str(path), 5, published_at=time.time())
+        for meta in collector.drain()["files"]:  # the learner takes the v0 rollout
+            Path(meta["path"]).unlink()
+        assert wait_for(lambda: bool(seen))
+        assert seen == [(5, [5])]
+        assert wait_for(lambda: collector.drain()["evals"] == [{"policy_version": 5}])
+    finally:
+        collector.stop()
+
+
+@pytest.mark.timeout(60)
+def test_a_policy_applied_after_stop_is_reported_but_not_timed(tmp_path):
+    policy, collector = make(tmp_path)
+    collector.set_on_policy(lambda version: {"policy_version": version})
+    path = write_policy(tmp_path / "policy", 3, policy.model.state_dict())
+    collector.start()
+    assert wait_for(lambda: len(collector.drain()["files"]) > 0)
+    collector.stop()
+    collector.sync_policy(str(path), 3, published_at=time.time() - 5.0)
+    collector.apply_pending_policy()  # e.g. for a final evaluation: no rollout acts with it
+    out = collector.drain()
+    assert out["policy_version"] == 3 and out["evals"] == [{"policy_version": 3}]
+    assert out["sync_latency_s"] == []

@@ -29,8 +29,9 @@ class AsyncCollector:
         max_pending_files: the loop pauses while this many of its files are not yet consumed
             (still on disk): collecting further ahead of the learner only makes stale data,
             and a stalled learner cannot fill the disk.
-        on_policy: called in the loop thread with the new version right after a swap (e.g.
-            to evaluate it); a dict it returns is reported by ``drain()`` under "evals".
+        on_policy: called in the loop thread with the new version once the first rollout
+            collected with it is written (e.g. to evaluate it); a dict it returns is
+            reported by ``drain()`` under "evals".
     """
 
     def __init__(
@@ -136,24 +137,32 @@ class AsyncCollector:
         """Swaps in a policy that arrived after the loop's last rollout (call after stop())."""
         if self.alive:
             raise RuntimeError("apply_pending_policy() is for a stopped collector")
-        self._swap_policy()
+        # No rollout acts with it, so its wait is no policy-sync latency.
+        if self._swap_policy(record_latency=False):
+            self._report_on_policy()
 
     @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def _swap_policy(self) -> None:
+    def _swap_policy(self, *, record_latency: bool = True) -> bool:
+        """Loads the pending policy, if any; returns whether it did."""
         with self._lock:
             pending, self._pending_policy = self._pending_policy, None
         if pending is None:
-            return
+            return False
         version, state, published_at = pending
         self.policy.collect_mode.load_state_dict({"model": state})
         self.policy_version = version
-        with self._lock:
-            self._sync_latency.append(max(time.time() - published_at, 0.0))
+        if record_latency:
+            with self._lock:
+                self._sync_latency.append(max(time.time() - published_at, 0.0))
+        return True
+
+    def _report_on_policy(self) -> None:
+        """Runs the ``on_policy`` callback for the current version (e.g. an evaluation)."""
         if self._on_policy is not None:
-            report = self._on_policy(version)
+            report = self._on_policy(self.policy_version)
             if report is not None:
                 with self._lock:
                     self._evals.append(report)
@@ -165,10 +174,12 @@ class AsyncCollector:
                 if len(self._unconsumed) >= self.max_pending_files:
                     self._stop.wait(0.002)
                     continue
-                # Swapped in (and evaluated) right before the rollout that acts with it, not
-                # while paused: a pause ends when the learner takes the files, so the work
-                # runs beside its update instead of beside the coordinator's next task.
-                self._swap_policy()
+                # Swapped in right before the rollout that acts with it, not while paused: a
+                # pause ends when the learner takes the files, so the work runs beside its
+                # update instead of beside the coordinator's next task. The callback (an
+                # evaluation) waits until that rollout is written, so it never holds up the
+                # data the learner needs next.
+                swapped = self._swap_policy()
                 data = self.collector.collect()
                 meta = write_rollout(
                     self.path_data,
@@ -184,6 +195,8 @@ class AsyncCollector:
                     self._outbox.append(meta)
                     self._returns.extend(self.collector.last_returns)
                     self._outcomes.extend(self.collector.last_outcomes)
+                if swapped:
+                    self._report_on_policy()
         except BaseException as err:  # reported to the coordinator by the next drain()
             self._logger.exception("collection thread failed")
             with self._lock:

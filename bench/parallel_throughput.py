@@ -65,8 +65,7 @@ def main() -> None:
     rows: dict[str, list[dict]] = {"serial": [], "parallel-1c": [], "parallel-2c": []}
     header = (
         f"{'run':<12} {'seed':>4} {'solved':>6} {'wall s':>7} {'in-run':>7} {'steps':>9} "
-        f"{'iters':>5} "
-        f"{'steady SPS':>10} {'ctl p50/p99 ms':>15} {'sync p50/p99 ms':>16}"
+        f"{'iters':>5} {'steady SPS':>10} {'ctl p50/p99 ms':>15} {'sync p50/p99 ms':>16}"
     )
     print(header)
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,10 +91,10 @@ def main() -> None:
     serial_in_run = statistics.median(r["wall_s"] for r in rows["serial"])
     for name, results in rows.items():
         wall = statistics.median(r["launch_to_end_s"] for r in results)
+        in_run = statistics.median(r["wall_s"] for r in results)
         sps = statistics.median(r["steady_sps"] for r in results)
         solved = sum(r["solved"] for r in results)
         line = f"{name:<12} solved {solved}/{len(results)}  median wall {wall:6.1f} s  "
-        in_run = statistics.median(r["wall_s"] for r in results)
         line += f"median steady SPS {sps:,.0f}  serial/this wall = {serial_wall / wall:.2f}x"
         line += f" (in-run {serial_in_run / in_run:.2f}x)"
         if name != "serial":

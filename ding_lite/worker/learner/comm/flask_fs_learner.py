@@ -215,9 +215,6 @@ class FlaskFileSystemLearner(BaseCommLearner):
     def _run(self) -> None:
         learner = self._learner
         try:
-            # Built here rather than at the first update: torch's first optimizer costs
-            # about 2 s of imports, which now overlap the collectors' start and first rollout.
-            _ = self.policy.optimizer
             with learner.auto_checkpoint():
                 for _ in range(learner.cfg.max_iterations):
                     batch = self._get_data()

@@ -218,14 +218,17 @@ class Coordinator:
         self.status.episode_outcomes.extend(out.get("episode_outcomes", []))
         self.status.sync_latency_s.extend(out.get("sync_latency_s", []))
         for report in out.get("evals", []):
-            self.status.eval_return = report["return_mean"]
-            win_rate = self.status.eval_win_rate = report.get("win_rate")
+            win_rate = report.get("win_rate")
             win_text = "" if win_rate is None else f", win rate {win_rate:.1%}"
             self._logger.info(
                 f"eval of policy v{report['policy_version']}: return "
                 f"{report['return_mean']:.2f} over {report['n_episodes']} episodes{win_text}"
             )
-            self.status.solved = self.status.solved or bool(report["solved"])
+            if self.status.solved:
+                continue  # the evaluation that solved the run stays the run's figure
+            self.status.eval_return = report["return_mean"]
+            self.status.eval_win_rate = win_rate
+            self.status.solved = bool(report["solved"])
 
     def _learn(self, learner: str) -> None:
         demand = self._task(learner, "learner_get_data_task", {}, self.cfg.system.http_timeout)

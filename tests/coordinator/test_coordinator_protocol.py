@@ -199,3 +199,17 @@ def test_learner_skips_an_unreadable_rollout_file(tmp_path):
         assert not list((tmp_path / "data" / "c0").iterdir())
     finally:
         learner.close_task({})
+
+
+def test_the_solving_evaluation_stays_the_runs_figure(tmp_path):
+    coordinator = Coordinator(tiny_cfg(tmp_path), LocalTransport({}))
+
+    def report(version, ret, solved):
+        evals = [dict(policy_version=version, return_mean=ret, n_episodes=2, solved=solved)]
+        coordinator._take_collector_output("collector0", {"files": [], "evals": evals})
+
+    report(4, 120.0, False)
+    assert coordinator.status.eval_return == 120.0 and not coordinator.status.solved
+    report(6, 490.0, True)
+    report(8, 393.5, False)  # e.g. one more evaluation that arrives while the run closes
+    assert coordinator.status.solved and coordinator.status.eval_return == 490.0

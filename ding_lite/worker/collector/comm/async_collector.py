@@ -195,7 +195,7 @@ class AsyncCollector:
                     self._outbox.append(meta)
                     self._returns.extend(self.collector.last_returns)
                     self._outcomes.extend(self.collector.last_outcomes)
-                if swapped:
+                if swapped and not self._stop.is_set():  # a closing run evaluates on its own
                     self._report_on_policy()
         except BaseException as err:  # reported to the coordinator by the next drain()
             self._logger.exception("collection thread failed")

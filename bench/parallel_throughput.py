@@ -9,7 +9,8 @@ exit (the run stops at the target, eval mean >= -200, or at the env-step limit; 
 the run's own ``wall_s`` from result.json, which leaves out the start of the main process),
 steady-state env steps/s, and for the parallel runs the control round trip of a coordinator
 task (``collector_data_task``) and the policy-sync latency (learner publishes -> a collector
-acts with it), p50/p99. Asserts nothing about time.
+acts with it), p50/p99. Asserts nothing about time. ``bench/policy_lag.py`` shows where the
+parallel runs' lead to the target comes from (fewer iterations, from policy lag).
 
     python bench/parallel_throughput.py --seeds 0 1 2
 """

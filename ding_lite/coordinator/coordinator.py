@@ -185,12 +185,16 @@ class Coordinator:
                 "policy_version": version,
             }
             self._started[cid] = index
-            if self._task(cid, "collector_start_task", data, self.cfg.system.task_timeout) is None:
+            out = self._task(cid, "collector_start_task", data, self.cfg.system.task_timeout)
+            if out is None:
                 self._excluded.add(cid)  # not polled; its log says why
             else:
                 if data["evaluate"]:
                     self._evaluator = cid
-                self._logger.info(f"collector {cid} started (seed {data['seed']})")
+                where = ""
+                if "device" in out:
+                    where = f", {out.get('num_envs')} env copies on {out['device']}"
+                self._logger.info(f"collector {cid} started (seed {data['seed']}{where})")
 
     def _poll_collectors(self) -> None:
         alive = self._polled_collectors()

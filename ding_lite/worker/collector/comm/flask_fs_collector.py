@@ -113,6 +113,7 @@ class FlaskFileSystemCollector:
         if data.get("policy_path"):
             self._async.sync_policy(data["policy_path"], int(data["policy_version"]))
         self._async.start()
+        self._logger.info(f"collecting: env {cfg.env.name} x{cfg.env.num_envs} on {device}")
         return {"device": str(device), "num_envs": cfg.env.num_envs}
 
     def data_task(self, data: dict[str, Any]) -> dict[str, Any]:

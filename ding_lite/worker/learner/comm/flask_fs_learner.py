@@ -144,6 +144,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
         )
         self._thread = threading.Thread(target=self._run, name="learner-train", daemon=True)
         self._thread.start()
+        self._logger.info(
+            f"training {cfg.exp_name} on {self.device}, {batch} samples per iteration"
+        )
         return {
             "policy_path": str(path),
             "policy_version": learner.last_iter,

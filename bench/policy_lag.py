@@ -65,12 +65,10 @@ def lagged_serial_run() -> type:
 def run_one(mode: str, seed: int, exp_dir: Path) -> dict:
     """Runs one mode for one seed in this process (parallel: as the CLI command)."""
     if mode == "parallel-1c":
-        cmd = [sys.executable, "-m", "ding_lite", "parallel", "-c", "pendulum_ppo_parallel"]
-        cmd += ["--collectors", "1", "--seed", str(seed), "--exp-dir", str(exp_dir), "-q"]
-        proc = subprocess.run(cmd + ["env.num_envs=64"], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-        result = json.loads((exp_dir / "result.json").read_text())
+        # The sibling script's launcher: the CLI command, 64 env copies in all.
+        from parallel_throughput import run_parallel
+
+        result = run_parallel(seed, 1, exp_dir)
     else:
         from ding_lite.entry import serial
 

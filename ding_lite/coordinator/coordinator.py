@@ -193,7 +193,7 @@ class Coordinator:
                     self._evaluator = cid
                 where = ""
                 if "device" in out:
-                    where = f", {out.get('num_envs')} env copies on {out['device']}"
+                    where = f", {out['num_envs']} env copies on {out['device']}"
                 self._logger.info(f"collector {cid} started (seed {data['seed']}{where})")
 
     def _poll_collectors(self) -> None:

@@ -1,31 +1,52 @@
-"""ding_lite: a small, fast, hook-driven RL training service in PyTorch."""
+"""ding_lite: a small, fast, hook-driven RL training service in PyTorch.
 
-from ding_lite.config import compile_config, get_config
-from ding_lite.entry.parallel import parallel_pipeline
-from ding_lite.entry.serial import serial_pipeline
-from ding_lite.envs import create_env
-from ding_lite.policy import PPOPolicy
-from ding_lite.worker.collector import Evaluator, SerialCollector
-from ding_lite.worker.learner import (
-    BaseLearner,
-    Hook,
-    LearnerHook,
-    register_learner_hook,
-)
+The public names load on first use (PEP 562), so ``import ding_lite`` and the command line's
+``--help`` do not pay for importing torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BaseLearner",
-    "Evaluator",
-    "Hook",
-    "LearnerHook",
-    "PPOPolicy",
-    "SerialCollector",
-    "compile_config",
-    "create_env",
-    "get_config",
-    "parallel_pipeline",
-    "register_learner_hook",
-    "serial_pipeline",
-]
+# public name -> module that defines it
+_EXPORTS = {
+    "BaseLearner": "ding_lite.worker.learner",
+    "Evaluator": "ding_lite.worker.collector",
+    "Hook": "ding_lite.worker.learner",
+    "LearnerHook": "ding_lite.worker.learner",
+    "PPOPolicy": "ding_lite.policy",
+    "SerialCollector": "ding_lite.worker.collector",
+    "compile_config": "ding_lite.config",
+    "create_env": "ding_lite.envs",
+    "get_config": "ding_lite.config",
+    "parallel_pipeline": "ding_lite.entry.parallel",
+    "register_learner_hook": "ding_lite.worker.learner",
+    "serial_pipeline": "ding_lite.entry.serial",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
+    from ding_lite.config import compile_config, get_config
+    from ding_lite.entry.parallel import parallel_pipeline
+    from ding_lite.entry.serial import serial_pipeline
+    from ding_lite.envs import create_env
+    from ding_lite.policy import PPOPolicy
+    from ding_lite.worker.collector import Evaluator, SerialCollector
+    from ding_lite.worker.learner import BaseLearner, Hook, LearnerHook, register_learner_hook
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ding_lite' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -1,5 +1,30 @@
-"""Pipelines and the command line: the only place where every layer meets."""
+"""Pipelines and the command line: the only place where every layer meets.
 
-from ding_lite.entry.serial import serial_pipeline
+``serial_pipeline`` and ``parallel_pipeline`` load on first use (PEP 562), so the command
+line can import this package without importing torch.
+"""
 
-__all__ = ["serial_pipeline"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "serial_pipeline": "ding_lite.entry.serial",
+    "parallel_pipeline": "ding_lite.entry.parallel",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from ding_lite.entry.parallel import parallel_pipeline
+    from ding_lite.entry.serial import serial_pipeline
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ding_lite.entry' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

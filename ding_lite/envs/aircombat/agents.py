@@ -230,23 +230,14 @@ class CrankAgent(Agent):
         self.hold = state["hold"].to(self.device).clone()
 
 
-def _ppo_agent(**kwargs: Any) -> Agent:
-    """Builds a :class:`ding_lite.entry.ppo_agent.PPOAgent`, imported on first use.
-
-    It loads policy checkpoints, which is entry-level work: envs import no policy code.
-    """
-    from ding_lite.entry.ppo_agent import PPOAgent
-
-    return PPOAgent(**kwargs)
-
-
 AgentFactory = Callable[..., Agent]
 _AGENTS: dict[str, AgentFactory] = {
     "rule_based": CrankAgent,
     "placeholder": PlaceholderAgent,
     "random": RandomAgent,
-    "ppo": _ppo_agent,
 }
+# Registered by the layer that may load policies; named here only for the error message.
+_REGISTERED_ELSEWHERE = {"ppo": "ding_lite.entry.ppo_agent"}
 
 
 def register_agent(name: str, factory: AgentFactory) -> None:
@@ -262,12 +253,17 @@ def create_agent(
     """Builds the agent registered as ``name`` for ``num_envs`` env copies.
 
     ``kwargs`` go to the agent, e.g. ``fire_prob`` for ``"random"``, or ``ckpt`` (required),
-    ``config`` and ``deterministic`` for ``"ppo"`` (see
-    :class:`ding_lite.entry.ppo_agent.PPOAgent`).
+    ``config`` and ``deterministic`` for ``"ppo"`` (:class:`ding_lite.entry.ppo_agent.PPOAgent`,
+    registered when that module is imported: envs import no policy code).
 
     Raises:
         ValueError: Unknown name; the message lists the known ones.
     """
     if name not in _AGENTS:
+        if name in _REGISTERED_ELSEWHERE:
+            raise ValueError(
+                f"agent '{name}' is registered when {_REGISTERED_ELSEWHERE[name]} is imported "
+                "(the pipelines and the ding-lite command import it); import it first"
+            )
         raise ValueError(f"unknown agent '{name}'; known: {', '.join(_AGENTS)}")
     return _AGENTS[name](num_envs=num_envs, device=device, seed=seed, **kwargs)

@@ -15,59 +15,18 @@ from torch import Tensor
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.agents import Agent, create_agent
 from ding_lite.envs.aircombat.flags import any_slot, flag
-from ding_lite.envs.aircombat.missiles import fly
+from ding_lite.envs.aircombat.observe import OBS_DIM, Observation, swap, swap_index, wrap
+from ding_lite.envs.aircombat.slots import ACTIVE, MISSILE_FIELDS, MissileSlots, missile_field
 from ding_lite.envs.autoreset import ResetPool
 from ding_lite.envs.base import StepResult, TensorVectorEnv
 from ding_lite.envs.spaces import Box, Hybrid
 
-OBS_DIM = 10
-# Missile slot fields, in the order of their rows in AirCombatEnv._missiles.
-_MISSILE_FIELDS = ("m_x", "m_y", "m_cx", "m_cy", "m_fuel", "m_active", "m_seen")
-_ACTIVE, _SEEN = _MISSILE_FIELDS.index("m_active"), _MISSILE_FIELDS.index("m_seen")
 _STATE_KEYS = (
-    "x", "y", "heading", "speed", "alive", "stock", "cooldown", "fired", *_MISSILE_FIELDS,
+    "x", "y", "heading", "speed", "alive", "stock", "cooldown", "fired", *MISSILE_FIELDS,
 )  # fmt: skip
 
 
-_SWAP_INDEX: dict[torch.device, Tensor] = {}
-
-
-def _swap_index(device: torch.device) -> Tensor:
-    """int64 ``[1, 0]`` on ``device``, made once per device."""
-    index = _SWAP_INDEX.get(device)
-    if index is None:
-        index = _SWAP_INDEX[device] = torch.tensor([1, 0], device=device)
-    return index
-
-
-def _swap(pair: Tensor) -> Tensor:
-    """Swaps the two aircraft of ``[N, 2, ...]`` (P1's view of P2 and back).
-
-    ``index_select`` with a cached index is cheaper than ``flip`` on CPU.
-    """
-    return pair.index_select(1, _swap_index(pair.device))
-
-
-def _missile_field(name: str) -> property:
-    """A missile slot field: a ``[N, 2, MISSILES]`` view of its row of ``_missiles``;
-    assigning to it copies into that row."""
-    row = _MISSILE_FIELDS.index(name)
-
-    def get(self: AirCombatEnv) -> Tensor:
-        return self._missiles[row]
-
-    def set(self: AirCombatEnv, value: Tensor) -> None:
-        self._missiles[row] = value
-
-    return property(get, set, doc=f"``[N, 2, MISSILES]`` view of row {row} of the slot block.")
-
-
-def _wrap(angle: Tensor) -> Tensor:
-    """Wraps radians to ``[-pi, pi)``."""
-    return torch.remainder(angle + math.pi, 2.0 * math.pi) - math.pi
-
-
-class AirCombatEnv(TensorVectorEnv):
+class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
     """One-on-one air combat: P1 (the caller) against P2 (an agent run inside the env).
 
     Observation float32 ``[N, 10]`` for P1, normalized: own x, own y (``/ ARENA_HALF``), own
@@ -105,11 +64,11 @@ class AirCombatEnv(TensorVectorEnv):
     """
 
     name = "aircombat"
-    m_x, m_y = _missile_field("m_x"), _missile_field("m_y")  # position, m
-    m_cx, m_cy = _missile_field("m_cx"), _missile_field("m_cy")  # unit direction of flight
-    m_fuel = _missile_field("m_fuel")  # seconds of flight left
-    m_active = _missile_field("m_active")  # in flight
-    m_seen = _missile_field("m_seen")  # in flight and within MAW_RANGE
+    m_x, m_y = missile_field("m_x"), missile_field("m_y")  # position, m
+    m_cx, m_cy = missile_field("m_cx"), missile_field("m_cy")  # unit direction of flight
+    m_fuel = missile_field("m_fuel")  # seconds of flight left
+    m_active = missile_field("m_active")  # in flight
+    m_seen = missile_field("m_seen")  # in flight and within MAW_RANGE
 
     def __init__(
         self,
@@ -176,7 +135,7 @@ class AirCombatEnv(TensorVectorEnv):
         self.fired = torch.zeros(n, 2, dtype=torch.int64, device=dev)
         # The missile slot fields m_x ... m_seen are the rows of one block, so that the CPU
         # path gathers and scatters the slots in flight with one op each.
-        self._missiles = torch.zeros(len(_MISSILE_FIELDS), n, 2, m, device=dev)
+        self._missiles = torch.zeros(len(MISSILE_FIELDS), n, 2, m, device=dev)
         self.m_cx = 1.0  # a unit direction
         self._slots = torch.arange(m, device=dev, dtype=torch.float32)
         # Fly only the slots in flight (see _fly_compact) where a host sync costs nothing.
@@ -185,7 +144,7 @@ class AirCombatEnv(TensorVectorEnv):
         self._pool = ResetPool(
             num_envs=n, low=(0.0,) * 6, high=(1.0,) * 6, generator=self.generator, device=dev
         )
-        self._swap_index = _swap_index(dev)
+        self._swap_index = swap_index(dev)
         self._sides = torch.tensor([-1.0, 1.0], device=dev)  # P1, P2 on either side of the centre
         self._lock_cos = math.cos(P.LOCK_ANGLE)
         # 0-dim operands for the [N, 2, M] ops: a Python scalar operand is converted to a
@@ -248,7 +207,7 @@ class AirCombatEnv(TensorVectorEnv):
         True when an enemy missile in flight was within ``MAW_RANGE`` at the last step. The
         agent-side helper the :class:`CrankAgent` reads; not part of the observation.
         """
-        return _swap(any_slot(self.m_seen))
+        return swap(any_slot(self.m_seen))
 
     def obs_both(self) -> Tensor:
         """float32 ``[N, 2, 10]``: the last observation of each side (P1, P2)."""
@@ -298,7 +257,7 @@ class AirCombatEnv(TensorVectorEnv):
             getattr(self, key).index_fill_(0, rows, const[key])
         self.alive.index_fill_(0, rows, 1.0)
         self.cooldown.index_fill_(0, rows, 0.0)
-        self._missiles[_ACTIVE:].index_fill_(1, rows, 0.0)  # m_active, m_seen
+        self._missiles[ACTIVE:].index_fill_(1, rows, 0.0)  # m_active, m_seen
         # A new tensor: the old one is handed out as missiles_fired.
         self.fired = self.fired.index_fill(0, rows, 0)
 
@@ -331,7 +290,7 @@ class AirCombatEnv(TensorVectorEnv):
         self.cooldown = self.cooldown * keep
         self.alive = torch.maximum(self.alive, pair)
         self.fired = self.fired * keep.long()
-        self._missiles[_ACTIVE:].mul_(keep[:, :, None])  # m_active, m_seen
+        self._missiles[ACTIVE:].mul_(keep[:, :, None])  # m_active, m_seen
 
     def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
         # P2's warner sees P1's missiles (shooter 0): inbound_missile()[:, 1] without a swap.
@@ -350,7 +309,7 @@ class AirCombatEnv(TensorVectorEnv):
         alive = self.alive  # float 0/1 flags from here on (see .flags)
 
         # Aircraft: turn, change speed toward the throttle's target, move, stay in the arena.
-        heading = _wrap(torch.addcmul(self.heading, rudder, alive, value=P.TURN_RATE * P.DT))
+        heading = wrap(torch.addcmul(self.heading, rudder, alive, value=P.TURN_RATE * P.DT))
         target_speed = throttle * (P.MAX_SPEED - P.MIN_SPEED) + P.MIN_SPEED
         dv = (target_speed - self.speed).clamp(-P.ACCEL * P.DT, P.ACCEL * P.DT)
         speed = self.speed + dv
@@ -388,7 +347,7 @@ class AirCombatEnv(TensorVectorEnv):
         self.heading, self.speed, self.x, self.y = heading, speed, x, y
 
         # Outcome: a side dies when any enemy missile hit it this step.
-        alive = alive * flag(torch.eq, _swap(hits), 0.0)
+        alive = alive * flag(torch.eq, swap(hits), 0.0)
         self.alive = alive
         p1, p2 = alive[:, 0], alive[:, 1]
         # Dry: no missile left on either side, none in flight ([N, 2] read as one complex64).
@@ -408,109 +367,6 @@ class AirCombatEnv(TensorVectorEnv):
             bonus = defeated * P.DEFEATED_MISSILE_REWARD + P.SURVIVAL_REWARD
             reward = torch.addcmul(reward, bonus, p1).sub_(wasted, alpha=P.WASTED_MISSILE_PENALTY)
         return reward, terminated
-
-    def _fly_dense(self, targets: Tensor) -> tuple[Tensor, Tensor]:
-        """Flies every missile slot; updates the slot fields and ``m_seen``.
-
-        Args:
-            targets: ``[5, N, 2]``: for shooter ``s``, its target's x and y after the step,
-                x and y before it, and alive flag.
-
-        Returns:
-            ``(hits, still)``, float32 ``[N, 2]`` per shooter: missiles that hit, and
-            missiles still in flight.
-        """
-        nx, ny, ncx, ncy, fuel, hit, m_active, seen = fly(
-            tuple(self._missiles[:_SEEN]),
-            tuple(targets[..., None]),
-            self._const,
-        )
-        self._missiles = torch.stack((nx, ny, ncx, ncy, fuel, m_active, seen))
-        return self._slot_count(hit), self._slot_count(m_active)
-
-    def _fly_compact(self, targets: Tensor) -> tuple[Tensor, Tensor]:
-        """:meth:`_fly_dense` for the slots in flight only (a few per copy), gathered into
-        flat tensors and written back in place: much less memory traffic on CPU."""
-        block = self._missiles.view(len(_MISSILE_FIELDS), -1)  # [fields, slots]
-        # Flat slot indices in flight; flags read as int32 bits (+0.0 is 0) scan faster.
-        idx = block[_ACTIVE].view(torch.int32).nonzero().squeeze(1)
-        shooter = idx.div(P.MISSILES, rounding_mode="floor")  # flat (copy, shooter) index
-        slots = block[:_SEEN].index_select(1, idx)
-        nx, ny, ncx, ncy, fuel, hit, m_active, seen = fly(
-            slots.unbind(0), targets.view(5, -1).index_select(1, shooter).unbind(0), self._const
-        )
-        # Only slots in flight have m_seen set (it is cleared as a slot stops flying), so
-        # writing back the slots that flew updates every field of every slot. (scatter_ is
-        # several times faster than index_copy_ here on CPU.)
-        new = torch.stack((nx, ny, ncx, ncy, fuel, m_active, seen))
-        block.scatter_(1, idx.expand_as(new), new)
-        counts = torch.zeros(2, 2 * self.num_envs, device=self.device)
-        counts[0].index_add_(0, shooter, hit)
-        counts[1].index_add_(0, shooter, m_active)
-        return counts[0].view(-1, 2), counts[1].view(-1, 2)
-
-    def _launch_dense(self, locked: Tensor, start: tuple[Tensor, ...]) -> None:
-        """Puts a missile in the free slot of each aircraft where ``locked`` (``[N, 2]``).
-
-        Slot k holds the k-th missile, so the free slot is ``MISSILES - stock`` (the stock
-        before this launch). ``start`` is ``(x, y, cos, sin)`` of the aircraft, ``[N, 2]``.
-        """
-        slot = P.MISSILES - self.stock
-        new = torch.eq(self._slots, slot[..., None], out=torch.empty_like(self.m_x))
-        new = new * locked[..., None]  # [N, 2, M]: the launched missile's slot
-        # m_x, m_y, m_cx, m_cy, m_fuel of the new slot; the k-th slot is free until the k-th
-        # launch, so m_active += new.
-        values = torch.stack((*start, self._const["fuel"].expand_as(start[0])))
-        self._missiles[:_ACTIVE].lerp_(values[..., None], new)
-        self._missiles[_ACTIVE].add_(new)
-
-    def _launch_compact(self, locked: Tensor, start: tuple[Tensor, ...]) -> None:
-        """:meth:`_launch_dense` for the few launching aircraft, written in place."""
-        shooter = locked.view(-1).nonzero().squeeze(1)  # flat (copy, shooter) index
-        if not shooter.numel():
-            return
-        free = (P.MISSILES - self.stock.view(-1)[shooter]).long()
-        idx = shooter * P.MISSILES + free  # flat slot index
-        block = self._missiles.view(len(_MISSILE_FIELDS), -1)
-        values = torch.stack(start).view(len(start), -1).index_select(1, shooter)
-        block[: len(start)].index_copy_(1, idx, values)  # m_x, m_y, m_cx, m_cy
-        block[_ACTIVE - 1].index_fill_(0, idx, P.MISSILE_FLIGHT_TIME)  # m_fuel
-        block[_ACTIVE].index_fill_(0, idx, 1.0)
-
-    def _slot_count(self, flags: Tensor) -> Tensor:
-        """float32 ``[N, 2]``: the set 0/1 flags of each ``[N, 2, MISSILES]`` slot row.
-
-        A matrix-vector product: ``sum(-1)`` over a short last dim is a slow strided kernel.
-        """
-        return flags.view(-1, P.MISSILES).mv(self._ones_slots).view(self.num_envs, 2)
-
-    def _obs(self) -> Tensor:
-        obs, self._p2_obs = self._observe(
-            self.x, self.y, self.heading, self.speed, self.stock, self.alive
-        )
-        return obs
-
-    def _observe(
-        self, x: Tensor, y: Tensor, heading: Tensor, speed: Tensor, stock: Tensor, alive: Tensor
-    ) -> tuple[Tensor, Tensor]:
-        """float32 ``[K, 10]`` observations of P1 and P2 from ``[K, 2]`` state fields.
-
-        P1's is contiguous (it is returned to the caller); P2's is a strided view, read only
-        by the opponent, which spares a transposing copy.
-        """
-        dx, dy = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
-        # Contiguous: one strided input sends the whole stack below down a slow path.
-        dist = torch.hypot(dx, dy)[:, None].expand_as(x).contiguous()
-        line = torch.atan2(dy, dx)  # direction from P1 to P2; P2 sees P1 at line + pi
-        bearing = _wrap(line[:, None] + self._bearing_offset - heading)
-        # [features, K, 2]; the last two rows (enemy speed and alive) are swapped copies of
-        # own speed and alive.
-        features = torch.stack((x, y, heading, speed, stock, alive, dist, bearing, speed, alive))
-        torch.index_select(features[3:6:2], 2, self._swap_index, out=features[8:])
-        features.mul_(self._obs_scale)
-        # One transposing copy for P1. (Stacking [K, 2] columns along a new last dim instead
-        # is several times slower.)
-        return features[:, :, 0].T.contiguous(), features[:, :, 1].T
 
     # ------------------------------------------------------------------ checkpoints
     def _extra_state(self) -> dict[str, Any]:

@@ -1,0 +1,165 @@
+"""The layer rules of DESIGN.md ("Who may import whom"), checked on every module's imports.
+
+Each module's imports are read from its source (top level and inside functions alike), so a
+lazy import inside a function cannot hide a dependency the layering forbids.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ding_lite
+
+PACKAGE_ROOT = Path(ding_lite.__file__).parent
+MAX_MODULE_LINES = 400
+
+# Layer of a module: its first sub-package below ding_lite ("worker.learner" and
+# "worker.collector" are layers of their own).
+ALL_LAYERS = {
+    "config",
+    "utils",
+    "envs",
+    "model",
+    "rl_utils",
+    "policy",
+    "data",
+    "worker.learner",
+    "worker.collector",
+    "coordinator",
+    "interaction",
+    "entry",
+}
+
+# layer -> the ding_lite layers it may import (besides itself). entry may import anything.
+ALLOWED = {
+    "utils": {"config"},
+    "config": {"utils"},
+    "rl_utils": set(),
+    "envs": {"utils", "config"},
+    "model": {"utils", "config", "rl_utils", "envs"},
+    "policy": {"utils", "config", "rl_utils", "model", "envs"},
+    "data": {"utils", "config"},
+    "interaction": {"utils", "config"},
+    "coordinator": {"utils", "config", "interaction"},
+    "worker.learner": {"utils", "config", "rl_utils", "model", "policy", "envs", "data"},
+    "worker.collector": {"utils", "config", "rl_utils", "model", "policy", "envs", "data"},
+    "entry": ALL_LAYERS,
+    # ding_lite/worker/__init__.py gathers both roles; it must not reach the service layers.
+    "worker": {"utils", "config", "worker.learner", "worker.collector"},
+}
+# Layers that move JSON and metadata only: they never import torch.
+TORCH_FREE = {"interaction", "coordinator"}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE_ROOT.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _layer(dotted: str) -> str | None:
+    """``ding_lite.worker.learner.comm.x`` -> ``worker.learner``; None for the package root."""
+    parts = dotted.split(".")[1:]
+    if not parts:
+        return None
+    if parts[0] == "worker" and len(parts) > 1:
+        return f"worker.{parts[1]}"
+    return parts[0] if parts[0] in ALL_LAYERS or parts[0] == "worker" else None
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE_ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = _module_name(path)
+    if path.name != "__init__.py":
+        package = package.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name))
+            # ``from ding_lite import worker`` style: the imported names may be packages.
+            if name == "ding_lite":
+                found += [(node.lineno, f"ding_lite.{a.name}") for a in node.names]
+    return found
+
+
+def _violations() -> list[str]:
+    problems = []
+    for path in _modules():
+        layer = _layer(_module_name(path))
+        if layer is None:
+            continue  # the package root and __main__ re-export or dispatch
+        allowed = ALLOWED[layer] | {layer}
+        for line, name in _imports(path):
+            where = f"{path.relative_to(PACKAGE_ROOT.parent)}:{line}"
+            if name == "torch" or name.startswith("torch."):
+                if layer in TORCH_FREE:
+                    problems.append(f"{where}: the {layer} layer imports {name}")
+                continue
+            if not name.startswith("ding_lite."):
+                continue
+            target = _layer(name)
+            if target is not None and target not in allowed:
+                problems.append(f"{where}: {layer} imports {name} ({target})")
+    return problems
+
+
+def test_every_module_keeps_to_its_layer() -> None:
+    problems = _violations()
+    assert not problems, "layer rules of DESIGN.md broken:\n" + "\n".join(problems)
+
+
+def test_the_check_sees_a_forbidden_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # The walk must catch a lazy import inside a function, relative or absolute.
+    fake_root = tmp_path / "ding_lite"
+    (fake_root / "envs").mkdir(parents=True)
+    (fake_root / "__init__.py").write_text("")
+    (fake_root / "envs" / "__init__.py").write_text("")
+    (fake_root / "envs" / "bad.py").write_text(
+        "def f():\n    from ..entry.ppo_agent import PPOAgent\n    return PPOAgent\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE_ROOT", fake_root)
+    assert any("envs imports ding_lite.entry.ppo_agent" in p for p in _violations())
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = {
+        str(p.relative_to(PACKAGE_ROOT.parent)): n
+        for p in _modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them): {long}"
+
+
+def test_importing_the_command_line_does_not_import_torch() -> None:
+    code = "import sys, ding_lite.entry.cli, ding_lite; print('torch' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_lazy_package_exports_resolve() -> None:
+    for name in ding_lite.__all__:
+        assert getattr(ding_lite, name) is not None
+    with pytest.raises(AttributeError):
+        ding_lite.no_such_name  # noqa: B018

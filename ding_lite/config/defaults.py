@@ -153,6 +153,13 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         max_pending_files=1,
         # Published policy versions kept in path_policy.
         keep_policies=3,
+        # Seconds without a completed iteration after which the run stops as "stalled"
+        # (at least 20x the slowest iteration so far).
+        stall_timeout=300.0,
+        # Worker restarts the launcher makes in one run (a lost or dead worker is replaced).
+        max_restarts=3,
+        # Seconds the coordinator waits for a learner (and the first collector) to register.
+        join_timeout=120.0,
     ),
     evaluator=dict(
         # Evaluate every this many iterations (0: never during training; once at the end).

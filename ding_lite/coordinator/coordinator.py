@@ -1,31 +1,37 @@
 """The coordinator: runs the task protocol between learners and collectors.
 
-It moves metadata only (file paths, policy versions, sizes): collectors report the rollout
-files they wrote, the coordinator buffers their metadata and hands the learner a batch's worth
-per ``learner_learn_task``; each new policy version goes to every collector as a
-``collector_policy_sync_task``. A task that fails is logged and the run carries on; a worker
-that stops answering is dropped by the transport and its buffered files are still used.
+It moves metadata only (file paths, policy versions, sizes). Collectors report the rollout
+files they wrote and a periodic scan adopts the ones nobody reported; the coordinator hands
+the learner a batch's worth per ``learner_learn_task`` and books the learner's verdict on
+every file in the ledger; each new policy version goes to every collector. No run waits for
+ever: a progress watchdog ends a run that cannot progress, naming what it waited for, and a
+lost or failed worker is handed to the supervisor (the launcher), which restarts it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from ding_lite.config.config import to_plain
-from ding_lite.utils.errors import DingLiteError
+from ding_lite.coordinator.checks import (
+    ResultError,
+    check_learn_info,
+    check_learner_start,
+    check_learner_state,
+)
+from ding_lite.coordinator.collectors import CollectorPool
+from ding_lite.coordinator.ledger import RolloutQueue
+from ding_lite.coordinator.status import RunStatus
+from ding_lite.coordinator.watchdog import Watchdog
+from ding_lite.utils import stop
 from ding_lite.utils.log import get_logger
 
-COLLECTOR_SEED_STRIDE = 10_007
-MAX_DATA_FAILURES = 3  # consecutive failed data tasks before a collector is dropped
-
-
-class TaskOutcome(Protocol):
-    success: bool
-    result: dict[str, Any] | None
-    error: str | None
+SCAN_INTERVAL_S = 1.0  # how often path_data is scanned for files nobody reported
+ADOPT_AFTER_S = 2.0  # a file is adopted once it is this old and still unreported
+MAX_LEARNER_FAILURES = 3  # consecutive failed learner tasks before it is restarted
 
 
 class Transport(Protocol):
@@ -33,34 +39,24 @@ class Transport(Protocol):
 
     def worker_ids(self, role: str) -> list[str]: ...
 
-    def send_task(self, worker_id: str, name: str, data: dict, timeout: float) -> TaskOutcome: ...
+    def send_task(self, worker_id: str, name: str, data: dict, timeout: float) -> Any: ...
+
+    def send_task_async(self, worker_id: str, name: str, data: dict, timeout: float) -> Any: ...
 
 
-@dataclass
-class RunStatus:
-    """What the coordinator knows about the run; the launcher prints it."""
+class Supervisor(Protocol):
+    """Restarts workers (the launcher); the per-role coordinator runs without one."""
 
-    envstep: int = 0
-    train_iter: int = 0
-    policy_version: int = 0
-    policy_lag: float = 0.0
-    dropped: int = 0
-    eval_return: float | None = None
-    eval_win_rate: float | None = None  # envs that report episode outcomes only
-    solved: bool = False
-    done: bool = False
-    stop_reason: str | None = None
-    collectors_alive: int = 0
-    learners_alive: int = 0
-    failed_tasks: int = 0
-    episode_returns: list[float] = field(default_factory=list)
-    episode_outcomes: list[float] = field(default_factory=list)
-    sync_latency_s: list[float] = field(default_factory=list)
-    learn_latency_s: list[float] = field(default_factory=list)
-    control_latency_s: list[float] = field(default_factory=list)
-    # (seconds since the first update, envstep): the steady-state rate leaves out start-up.
-    first_learn_at: float | None = None
-    first_learn_envstep: int = 0
+    restarts: int
+
+    def worker_failed(self, worker_id: str, role: str, reason: str) -> bool:
+        """Stops what is left of the worker; returns whether a replacement will register."""
+
+    def pending(self, role: str) -> int:
+        """Replacements started or due that have not registered yet."""
+
+    def poll(self) -> None:
+        """Starts the replacements whose backoff has passed."""
 
 
 class Coordinator:
@@ -70,246 +66,310 @@ class Coordinator:
         cfg: the resolved config (sent to every worker in its start task).
         transport: the task transport.
         on_status: called with the :class:`RunStatus` after every iteration.
+        supervisor: restarts lost or failed workers; None drops them.
     """
 
     def __init__(
-        self, cfg: Any, transport: Transport, on_status: Callable[[RunStatus], None] | None = None
+        self,
+        cfg: Any,
+        transport: Transport,
+        on_status: Callable[[RunStatus], None] | None = None,
+        supervisor: Supervisor | None = None,
     ) -> None:
         self.cfg = cfg
         self.transport = transport
         self.on_status = on_status
+        self.supervisor = supervisor
         self.status = RunStatus()
-        self._logger = get_logger("coordinator")
-        self._config = to_plain(cfg)
-        self._buffer: list[dict[str, Any]] = []
-        self._started: dict[str, int] = {}  # collector id -> seed index
-        self._envsteps: dict[str, int] = {}
-        self._envstep_base = 0  # env steps of the run this one resumes (0 for a fresh run)
+        self.logger = get_logger("coordinator")
+        self.config = to_plain(cfg)
+        run_dir = Path(cfg.exp_dir or cfg.exp_name)
+        self.path_data = Path(cfg.system.path_data or run_dir / "data")
+        self.path_policy = Path(cfg.system.path_policy or run_dir / "policy")
+        self.queue = RolloutQueue(self.path_data, on_reject=self._rejected_path)
+        self.collectors = CollectorPool(self)
+        self.watchdog = Watchdog(cfg.system.stall_timeout)
+        self.learner: str | None = None
+        self._bad_learners: set[str] = set()
+        self._learner_failures = 0
+        self._policy: tuple[str, int, float] = ("", 0, 0.0)
+        self._envstep_base = 0
         self._stop_requested: str | None = None
-        self._evaluator: str | None = None  # the collector that evaluates
-        self._excluded: set[str] = set()  # collectors that failed to start or keep failing
-        self._data_failures: dict[str, int] = {}
+        self._no_collectors_since: float | None = None
+        self._next_scan = 0.0
+        self.batch_size = 1
         #: Seconds each close task may take (shortened to 5 s on Ctrl-C).
         self.close_timeout = cfg.system.task_timeout
 
     def request_stop(self, reason: str) -> None:
-        """Ends the run after the current step (thread-safe enough: one assignment)."""
+        """Ends the run after the current step (one assignment: safe from other threads)."""
         self._stop_requested = reason
 
     def run(self, wait_workers: float = 120.0) -> RunStatus:
-        """Runs until solved, a limit, a stop request or the loss of every learner."""
-        timeout = self.cfg.system.task_timeout
-        learner = self._wait_for("learner", wait_workers)[0]
-        self._wait_for("collector", wait_workers)
-        start = self._task(learner, "learner_start_task", {"config": self._config}, timeout)
-        if start is None:
-            raise DingLiteError("the learner failed to start; see its log")
-        self.batch_size = int(start["batch_size"])
-        self._policy = (start["policy_path"], int(start["policy_version"]), start["published_at"])
-        self.status.policy_version = int(start["policy_version"])
-        self._envstep_base = self.status.envstep = int(start.get("envstep", 0))
-        self.status.train_iter = int(start["policy_version"])
+        """Runs until solved, a limit, a stop request or a failure it cannot recover from."""
+        self.join_timeout = wait_workers
         try:
-            self._loop(learner)
+            if self._connect_learner(resume=False):
+                self._loop()
         except KeyboardInterrupt:
-            self.status.stop_reason = "interrupted"
+            self.stop_run(stop.INTERRUPTED)
             self.close_timeout = min(self.close_timeout, 5.0)
             raise
         finally:
-            self._close(learner)
+            self._close()
         return self.status
 
-    def _loop(self, learner: str) -> None:
-        while not self._finished(learner):
-            self._start_new_collectors()
-            self._poll_collectors()
+    def _loop(self) -> None:
+        while not self._should_stop():
+            self.collectors.start_new(self._policy)
+            self.collectors.poll()
+            self._scan()
             if self.status.solved:
-                self.status.stop_reason = "solved"
+                self.stop_run(stop.SOLVED)
                 break
-            if sum(m["size"] for m in self._buffer) >= self._demand():
-                self._learn(learner)
+            if self.queue.samples >= self._demand() and self.learner is not None:
+                self._learn()
                 if self.on_status is not None:
                     self.on_status(self.status)
             else:
                 time.sleep(0.002)
 
-    # --- steps ---------------------------------------------------------------------------
-    def _finished(self, learner: str) -> bool:
+    # --- stopping ------------------------------------------------------------------------
+    def stop_run(self, reason: str, detail: str = "") -> None:
+        """Ends the run with ``reason`` (the first reason given stays the run's)."""
+        if self.status.stop_reason is None:
+            self.status.stop_reason, self.status.stop_detail = reason, detail
+            if detail:
+                self.logger.error(f"stopping ({reason}): {detail}")
+
+    def _should_stop(self) -> bool:
+        if self.supervisor is not None:
+            self.supervisor.poll()
         if self._stop_requested:
-            self.status.stop_reason = self._stop_requested
+            self.stop_run(self._stop_requested)
+        elif self.learner is not None and self.learner not in self.transport.worker_ids("learner"):
+            self._recover_learner("lost: no heartbeat, or its process ended")
+        elif self._no_collectors_for() > 2 * self.cfg.system.heartbeat_tolerance:
+            self.stop_run(stop.NO_COLLECTORS, "no collector is left and none is coming back")
+        elif self.watchdog.stalled():
+            self.stop_run(
+                stop.STALLED,
+                f"no iteration for {self.watchdog.silent_for():.0f} s (limit "
+                f"{self.watchdog.limit:.0f} s); waiting on {self._waiting_on()}",
+            )
+        return self.status.stop_reason is not None or self.status.done
+
+    def _no_collectors_for(self) -> float:
+        pending = self.supervisor.pending("collector") if self.supervisor else 0
+        if self.collectors.running() or pending or self.collectors.any_unstarted():
+            self._no_collectors_since = None
+            return 0.0
+        if self._no_collectors_since is None:
+            self._no_collectors_since = time.monotonic()
+        return time.monotonic() - self._no_collectors_since
+
+    def _waiting_on(self) -> str:
+        if self.learner is None:
+            return "a learner to register"
+        if self.queue.samples < self._demand():
+            who = ", ".join(self.collectors.running()) or "no running collector"
+            return f"rollouts from {who} ({self.queue.samples}/{self._demand()} samples)"
+        return f"learner {self.learner}"
+
+    # --- the learner ---------------------------------------------------------------------
+    def _connect_learner(self, resume: bool) -> bool:
+        """Starts a registered learner (trying each in turn) within the join timeout."""
+        deadline = time.monotonic() + self.join_timeout
+        while time.monotonic() < deadline and not self._stop_requested:
+            for lid in self.transport.worker_ids("learner"):
+                if lid not in self._bad_learners and self._start_learner(lid, resume):
+                    return True
+                if self.status.stop_reason is not None:
+                    return False
+            if self.supervisor is not None:
+                self.supervisor.poll()  # a replacement may be due
+            self.collectors.poll()
+            time.sleep(0.05)
+        if self._stop_requested:
+            self.stop_run(self._stop_requested)
+        else:
+            self.stop_run(stop.LEARNER_FAILED, f"no learner started within {self.join_timeout:g} s")
+        return False
+
+    def _start_learner(self, lid: str, resume: bool) -> bool:
+        config = self.config
+        ckpt = Path(self.cfg.exp_dir or self.cfg.exp_name) / "ckpt"
+        if resume and any(ckpt.glob("ckpt_iter*.pt")):
+            hook = {**config["learner"]["hook"], "load_ckpt_before_run": str(ckpt)}
+            config = {**config, "learner": {**config["learner"], "hook": hook}}
+        outcome = self.transport.send_task(
+            lid, "learner_start_task", {"config": config}, self.cfg.system.task_timeout
+        )
+        try:
+            if not outcome.success:
+                raise ResultError(outcome.error)
+            start = check_learner_start(outcome.result or {}, self.path_policy)
+        except ResultError as err:
+            self.status.failed_tasks += 1
+            self._bad_learners.add(lid)
+            self.logger.error(f"learner {lid} failed to start: {err}")
+            if str(err).startswith("ConfigError"):
+                self.stop_run(stop.LEARNER_FAILED, f"the learner cannot start: {err}")
+            return False
+        self.learner, self._learner_failures = lid, 0
+        self.batch_size = start["batch_size"]
+        self._policy = (start["policy_path"], start["policy_version"], start["published_at"])
+        self.status.policy_version = self.status.train_iter = start["policy_version"]
+        if not resume:
+            self._envstep_base = self.status.envstep = start["envstep"]
+        else:
+            self.logger.info(f"learner {lid} resumed at policy v{start['policy_version']}")
+            self.collectors.sync(self._policy, rollback=True)
+        self.watchdog.restart_clock()
+        return True
+
+    def _recover_learner(self, reason: str) -> None:
+        """The learner is gone or broken: restart it from its checkpoint, or end the run."""
+        lost, self.learner = self.learner, None
+        self.queue.give_back()
+        self.logger.error(f"learner {lost} {reason}")
+        if lost is not None:
+            self._bad_learners.add(lost)
+        if self.supervisor is not None and not self.supervisor.worker_failed(
+            lost or "", "learner", reason
+        ):
+            self.stop_run(stop.LEARNER_FAILED, f"learner {lost} {reason}; no restart left")
+            return
+        if self._connect_learner(resume=True):
+            self.status.restarts = self.supervisor.restarts if self.supervisor else 0
+
+    def _learner_task_failed(self, name: str, error: str) -> None:
+        self.status.failed_tasks += 1
+        self.logger.error(f"task {name} on {self.learner} failed: {error}")
+        if self.learner not in self.transport.worker_ids("learner"):
+            return  # lost: the next check restarts it
+        self._learner_failures += 1
+        if self._learner_failures >= MAX_LEARNER_FAILURES:
+            self._recover_learner(f"failed {MAX_LEARNER_FAILURES} tasks in a row ({error})")
+
+    def _learner_state(self, reason: str | None, error: str) -> bool:
+        """Acts on a stop reason the learner reported; returns whether it can go on."""
+        if reason is None:
             return True
-        if self.status.done:
-            return True
-        if learner not in self.transport.worker_ids("learner"):
-            self.status.stop_reason = "learner lost"
-            self._logger.error("the learner stopped answering; ending the run")
-            return True
+        if reason in (stop.DIVERGED, stop.DISK_FULL):
+            self.stop_run(reason, error or reason)
+        else:
+            self._recover_learner(f"reports its training failed: {error}")
         return False
 
     def _demand(self) -> int:
-        """Samples to hand the learner: one rollout per live collector (the learner's full
-        batch while all configured collectors live), so losing a collector never stalls the
-        run."""
-        live = len(self._polled_collectors()) or 1
+        """Samples per iteration: one rollout per running collector (the full batch while
+        all configured collectors run), so losing a collector never stalls the run."""
+        live = len(self.collectors.running()) or 1
         per_collector = self.batch_size // self.cfg.system.collectors
         return min(self.batch_size, per_collector * live)
 
-    def _polled_collectors(self) -> list[str]:
-        """Started collectors that are alive and started successfully."""
-        return [
-            c
-            for c in self.transport.worker_ids("collector")
-            if c in self._started and c not in self._excluded
-        ]
-
-    def _wait_for(self, role: str, timeout: float) -> list[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ids = self.transport.worker_ids(role)
-            if ids:
-                return ids
-            time.sleep(0.05)
-        raise DingLiteError(f"no {role} registered within {timeout:g} s")
-
-    def _start_new_collectors(self) -> None:
-        path, version, published_at = self._policy
-        for cid in self.transport.worker_ids("collector"):
-            if cid in self._started:
-                continue
-            index = len(self._started)
-            data = {
-                "config": self._config,
-                "seed": self.cfg.seed + COLLECTOR_SEED_STRIDE * (index + 1),
-                "evaluate": self._evaluator not in self.transport.worker_ids("collector"),
-                "policy_path": path,
-                "policy_version": version,
-            }
-            self._started[cid] = index
-            out = self._task(cid, "collector_start_task", data, self.cfg.system.task_timeout)
-            if out is None:
-                self._excluded.add(cid)  # not polled; its log says why
-            else:
-                if data["evaluate"]:
-                    self._evaluator = cid
-                where = ""
-                if "device" in out:
-                    where = f", {out['num_envs']} env copies on {out['device']}"
-                self._logger.info(f"collector {cid} started (seed {data['seed']}{where})")
-
-    def _poll_collectors(self) -> None:
-        alive = self._polled_collectors()
-        self.status.collectors_alive = len(alive)
-        for cid in alive:
-            sent = time.perf_counter()
-            out = self._task(cid, "collector_data_task", {}, self.cfg.system.http_timeout)
-            if out is None:
-                # A collector that keeps failing (e.g. its env loop crashed while its process
-                # still heartbeats) must not hold back the demand of the others.
-                self._data_failures[cid] = self._data_failures.get(cid, 0) + 1
-                if self._data_failures[cid] >= MAX_DATA_FAILURES:
-                    self._excluded.add(cid)
-                    self._logger.error(f"collector {cid} failed {MAX_DATA_FAILURES} times; dropped")
-            else:
-                self._data_failures[cid] = 0
-                self.status.control_latency_s.append(time.perf_counter() - sent)
-                self._take_collector_output(cid, out)
-        self.status.envstep = self._envstep_base + sum(self._envsteps.values())
-
-    def _take_collector_output(self, cid: str, out: dict[str, Any]) -> None:
-        self._buffer.extend(out["files"])
-        self._envsteps[cid] = int(out.get("envstep", self._envsteps.get(cid, 0)))
-        self.status.episode_returns.extend(out.get("episode_returns", []))
-        self.status.episode_outcomes.extend(out.get("episode_outcomes", []))
-        self.status.sync_latency_s.extend(out.get("sync_latency_s", []))
-        for report in out.get("evals", []):
-            win_rate = report.get("win_rate")
-            win_text = "" if win_rate is None else f", win rate {win_rate:.1%}"
-            self._logger.info(
-                f"eval of policy v{report['policy_version']}: return "
-                f"{report['return_mean']:.2f} over {report['n_episodes']} episodes{win_text}"
-            )
-            if self.status.solved:
-                continue  # the evaluation that solved the run stays the run's figure
-            self.status.eval_return = report["return_mean"]
-            self.status.eval_win_rate = win_rate
-            self.status.solved = bool(report["solved"])
-
-    def _learn(self, learner: str) -> None:
-        demand = self._task(learner, "learner_get_data_task", {}, self.cfg.system.http_timeout)
-        if demand is None:
-            return
-        self.batch_size = int(demand["batch_size"])
-        # Freshest rollouts first; what is older than the lag limit rides along so the
-        # learner deletes it (and counts it as dropped).
-        self._buffer.sort(key=lambda m: m["policy_version"], reverse=True)
-        files, samples = [], 0
-        while self._buffer and samples < self._demand():
-            meta = self._buffer.pop(0)
-            files.append(meta)
-            samples += meta["size"]
-        limit = self.status.policy_version - self.cfg.system.max_policy_lag
-        stale = [m for m in self._buffer if m["policy_version"] < limit]
-        self._buffer = [m for m in self._buffer if m["policy_version"] >= limit]
-        sent = time.perf_counter()
-        info = self._task(
-            learner,
-            "learner_learn_task",
-            {"files": files + stale, "envstep": self.status.envstep},
-            self.cfg.system.task_timeout,
-        )
-        if info is None:
-            return
-        self.status.learn_latency_s.append(time.perf_counter() - sent)
-        if self.status.first_learn_at is None:
-            self.status.first_learn_at = time.perf_counter()
-            self.status.first_learn_envstep = self.status.envstep
-        self.status.train_iter = int(info["iteration"])
-        self.status.dropped += int(info["dropped"])
-        self.status.done = bool(info["done"])
-        if self.status.done and not self.status.stop_reason:
-            self.status.stop_reason = info.get("done_reason") or "limit reached"
-        if info.get("trained"):
-            self.status.policy_lag = float(info.get("policy_lag", 0.0))
-            version = int(info["policy_version"])
-            self.status.policy_version = version
-            self._policy = (info["policy_path"], version, info["published_at"])
-            self._sync_policy()
-
-    def _sync_policy(self) -> None:
-        path, version, published_at = self._policy
-        data = {"path": path, "version": version, "published_at": published_at}
-        alive = self._polled_collectors()
-        if alive and self._evaluator not in alive:
-            # The evaluating collector was lost: hand evaluation to another one.
-            self._evaluator = alive[0]
-            self._logger.warning(f"collector {self._evaluator} takes over evaluation")
-            self._task(
-                self._evaluator,
-                "collector_policy_sync_task",
-                {**data, "evaluate": True},
-                self.cfg.system.http_timeout,
-            )
-            alive = alive[1:]
-        for cid in alive:
-            self._task(cid, "collector_policy_sync_task", data, self.cfg.system.http_timeout)
-
-    def _close(self, learner: str) -> None:
-        timeout = self.close_timeout
-        for cid in self.transport.worker_ids("collector"):
-            if cid in self._started:
-                final_eval = cid == self._evaluator and not self.status.solved
-                out = self._task(cid, "collector_close_task", {"final_eval": final_eval}, timeout)
-                if out is not None:
-                    self._take_collector_output(cid, out)
-        leftovers, self._buffer = self._buffer, []
-        self.status.envstep = self._envstep_base + sum(self._envsteps.values())
-        if learner in self.transport.worker_ids("learner"):
-            self._task(learner, "learner_close_task", {"discard": leftovers}, timeout)
-
-    def _task(self, worker: str, name: str, data: dict, timeout: float) -> dict | None:
-        outcome = self.transport.send_task(worker, name, data, timeout)
-        if outcome.success:
-            return outcome.result or {}
-        self.status.failed_tasks += 1
-        self._logger.error(f"task {name} on {worker} failed: {outcome.error}")
+    def _learn(self) -> None:
+        learner, system = self.learner, self.cfg.system
+        demand = self.transport.send_task(learner, "learner_get_data_task", {}, system.http_timeout)
+        if not demand.success:
+            return self._learner_task_failed("learner_get_data_task", demand.error)
+        try:
+            if not self._learner_state(*check_learner_state(demand.result or {})):
+                return None
+            self.batch_size = int(demand.result["batch_size"])
+        except (ResultError, KeyError, TypeError, ValueError) as err:
+            return self._learner_task_failed("learner_get_data_task", f"bad result: {err}")
+        files = self.queue.take(self._demand(), self.status.policy_version - system.max_policy_lag)
+        data = {"files": files, "envstep": self.status.envstep}
+        outcome = self.transport.send_task(learner, "learner_learn_task", data, system.task_timeout)
+        try:
+            if not outcome.success:
+                raise ResultError(outcome.error)
+            info = check_learn_info(outcome.result or {}, self.path_policy)
+        except ResultError as err:
+            self.queue.give_back()
+            return self._learner_task_failed("learner_learn_task", str(err))
+        self.queue.settle(info["outcome"])
+        self.status.dropped = self.queue.dropped
+        self._learner_failures = 0
+        if not self._learner_state(info["stop_reason"], info["error"]):
+            return None
+        self._learned(info, time.perf_counter() - outcome.elapsed_s, outcome.elapsed_s)
         return None
+
+    def _learned(self, info: dict[str, Any], sent: float, seconds: float) -> None:
+        status = self.status
+        status.learn_latency_s.append(seconds)
+        if status.first_learn_at is None:
+            status.first_learn_at, status.first_learn_envstep = time.perf_counter(), status.envstep
+        status.train_iter = info["iteration"]
+        if info["skipped_steps"] is not None:
+            status.skipped_steps = info["skipped_steps"]
+        if info["done"]:
+            status.done = True
+            self.stop_run(info["done_reason"] or stop.MAX_TRAIN_ITER)
+            if info["done_reason"] == stop.DIVERGED:
+                self.logger.error("the learner skipped too many non-finite steps: diverged")
+        if info["trained"]:
+            self.watchdog.progressed()
+            status.policy_lag = info["policy_lag"]
+            self._policy = info["policy"]
+            status.policy_version = self._policy[1]
+            self.collectors.sync(self._policy)
+
+    # --- collectors' side ----------------------------------------------------------------
+    def record_eval(self, report: dict[str, Any]) -> None:
+        """Books an evaluation (already checked and re-judged by ``checks``)."""
+        win = report["win_rate"]
+        win_text = "" if win is None else f", win rate {win:.1%}"
+        self.logger.info(
+            f"eval of policy v{report['policy_version']}: return "
+            f"{report['return_mean']:.2f} over {report['n_episodes']} episodes{win_text}"
+        )
+        if self.status.solved:
+            return  # the evaluation that solved the run stays the run's figure
+        self.status.eval_return, self.status.eval_win_rate = report["return_mean"], win
+        self.status.solved = report["solved"]
+
+    def worker_failed(self, worker_id: str, role: str, reason: str) -> None:
+        """A collector is lost or failed: the supervisor replaces it (under a fresh id)."""
+        if self.supervisor is not None:
+            self.supervisor.worker_failed(worker_id, role, reason)
+            self.status.restarts = self.supervisor.restarts
+
+    def _rejected_path(self, path: str, why: str) -> None:
+        self.logger.warning(f"refused a reported rollout {path!r}: {why}")
+
+    def _scan(self) -> None:
+        if time.monotonic() >= self._next_scan:
+            self._next_scan = time.monotonic() + SCAN_INTERVAL_S
+            adopted = self.queue.adopt(min_age=ADOPT_AFTER_S)
+            if adopted:
+                self.logger.info(f"adopted {adopted} rollout file(s) nobody reported")
+            self.queue.drop_missing()
+        self.status.envstep = self._envstep_base + sum(self.collectors.envsteps.values())
+
+    # --- the end -------------------------------------------------------------------------
+    def _close(self) -> None:
+        final_eval = not self.status.solved
+        self.collectors.close(self.close_timeout, final_eval)
+        self.queue.adopt()
+        self.status.envstep = self._envstep_base + sum(self.collectors.envsteps.values())
+        leftovers = self.queue.take_all()
+        closed = None
+        if self.learner is not None and self.learner in self.transport.worker_ids("learner"):
+            data = {"discard": leftovers}
+            closed = self.transport.send_task(
+                self.learner, "learner_close_task", data, self.close_timeout
+            )
+        if closed is not None and closed.success:
+            self.queue.settle({"dropped_run_end": (closed.result or {}).get("dropped_run_end")})
+        self.queue.discard_rest()
+        self.status.ledger = self.queue.ledger()
+        self.status.dropped = self.queue.dropped
+        self.status.restarts = self.supervisor.restarts if self.supervisor else 0
+        if self.status.stop_reason is None:
+            self.stop_run(stop.MAX_TRAIN_ITER if self.status.done else stop.INTERRUPTED)
+        ledger = self.status.ledger
+        self.logger.info("ledger: " + ", ".join(f"{k}={v}" for k, v in ledger.items()))

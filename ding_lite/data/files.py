@@ -1,14 +1,18 @@
 """Rollout and policy files on the shared filesystem.
 
-Collectors write one file per rollout under ``<path_data>/<collector>/``; learners publish one
-file per policy version under ``<path_policy>/``. Every file is written atomically (temp file
+Collectors write one file per rollout under ``<path_data>/<collector>/``, named
+``{seq:08d}_v{policy_version}_n{samples}.pt`` (see :mod:`ding_lite.utils.paths`, which the
+coordinator reads names with, torch-free); learners publish one file per policy version under
+``<path_policy>/``. Every file is written atomically (temp file
 in the same folder, fsync, ``os.replace``), holds only tensors, numbers and strings, and is read
 with ``torch.load(weights_only=True)``, so no reader ever sees a torn file or runs a pickle.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -17,10 +21,13 @@ import torch
 
 from ding_lite.utils.errors import CheckpointError
 from ding_lite.utils.file_io import atomic_torch_save, safe_torch_load
+from ding_lite.utils.log import get_logger
+from ding_lite.utils.paths import UnsafePathError, is_worker_id, resolve_inside, rollout_name
 
 ROLLOUT_FORMAT = "ding_lite.rollout.v1"
 POLICY_FORMAT = "ding_lite.policy.v1"
 _POLICY_RE = re.compile(r"^policy_v(\d+)\.pt$")
+_TEMP_RE = re.compile(r"^\..+\.tmp$")  # how utils.file_io names a write in progress
 
 
 def write_rollout(
@@ -32,7 +39,7 @@ def write_rollout(
     policy_version: int,
     episode_returns: list[float] | None = None,
 ) -> dict[str, Any]:
-    """Writes one rollout as ``<path_data>/<collector>/<seq>.pt``; returns its metadata.
+    """Writes one rollout as ``<path_data>/<collector>/<seq>_v<version>_n<samples>.pt``.
 
     Args:
         path_data: the shared data folder.
@@ -43,11 +50,23 @@ def write_rollout(
         episode_returns: returns of the episodes that finished during the rollout.
 
     Returns:
-        ``{"path", "collector", "seq", "policy_version", "size", "created"}`` (JSON-ready).
+        ``{"path", "collector", "seq", "policy_version", "size", "created"}`` (JSON-ready;
+        the same shape ``ding_lite.utils.paths.scan_rollouts`` lists).
+
+    Raises:
+        UnsafePathError: ``collector`` is not a valid worker id, or its folder resolves
+            outside ``path_data`` (e.g. a symlink).
+        ValueError: ``data`` is empty.
     """
-    path = Path(path_data) / collector / f"{seq:08d}.pt"
+    if not is_worker_id(collector):
+        raise UnsafePathError(
+            f"collector id {collector!r} cannot name a data folder; use letters, digits, '.',"
+            " '_' and '-' (at most 64, not '.' or '..')"
+        )
     cpu = {key: value.detach().cpu() for key, value in data.items()}
     size = int(next(iter(cpu.values())).shape[0]) if cpu else 0
+    path = Path(path_data) / collector / rollout_name(seq, policy_version, size)
+    resolve_inside(path, path_data)
     atomic_torch_save(
         {
             "format": ROLLOUT_FORMAT,
@@ -92,14 +111,66 @@ def policy_file(path_policy: str | Path, version: int) -> Path:
 def write_policy(
     path_policy: str | Path, version: int, model_state: dict[str, torch.Tensor], keep: int = 3
 ) -> Path:
-    """Publishes a policy version atomically and deletes all but the newest ``keep``."""
+    """Publishes a policy version atomically, then prunes older versions.
+
+    Only versions older than ``version`` are pruned, so that of ``version`` and the older
+    ones the newest ``keep`` stay; the version just published is never deleted, and newer
+    ones (left by a run that is being resumed) are :func:`remove_newer_policies`' business.
+    """
     path = policy_file(path_policy, version)
     state = {key: value.detach().cpu() for key, value in model_state.items()}
     atomic_torch_save({"format": POLICY_FORMAT, "version": version, "model": state}, path)
-    versions = sorted(policy_versions(path_policy))
-    for old in versions[:-keep]:
+    older = sorted(v for v in policy_versions(path_policy) if v < version)
+    for old in older[: max(len(older) - max(keep - 1, 0), 0)]:
         policy_file(path_policy, old).unlink(missing_ok=True)
     return path
+
+
+def remove_newer_policies(path_policy: str | Path, version: int) -> list[Path]:
+    """Deletes the published versions newer than ``version`` (a resumed learner goes on from
+    ``version``: those weights belong to iterations it is about to redo).
+
+    Returns:
+        The files deleted.
+    """
+    removed = []
+    for newer in sorted(v for v in policy_versions(path_policy) if v > version):
+        path = policy_file(path_policy, newer)
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def reject_file(path: str | Path, rejected_dir: str | Path) -> Path | None:
+    """Moves a bad rollout file to ``<rejected_dir>/<collector>_<name>`` for inspection.
+
+    The collector is the name of the file's folder. An existing file of that name is never
+    overwritten (a counter is appended). When the move fails, the file is deleted instead,
+    so a bad file cannot be handed out again.
+
+    Returns:
+        Where the file went, or None when it could only be deleted (or was already gone).
+    """
+    path = Path(path)
+    rejected_dir = Path(rejected_dir)
+    stem = f"{path.parent.name}_{path.name}"
+    target = rejected_dir / stem
+    n = 1
+    while target.exists():
+        target = rejected_dir / f"{stem}.{n}"
+        n += 1
+    try:
+        rejected_dir.mkdir(parents=True, exist_ok=True)
+        # shutil.move copies when path_data is on another filesystem than the exp dir.
+        shutil.move(os.fspath(path), os.fspath(target))
+        return target
+    except OSError as err:
+        get_logger("data").warning(f"could not move {path} to {rejected_dir} ({err}); deleting it")
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
+        return None
 
 
 def read_policy(path: str | Path) -> tuple[int, dict[str, torch.Tensor]]:
@@ -120,3 +191,27 @@ def policy_versions(path_policy: str | Path) -> list[int]:
     if not folder.is_dir():
         return []
     return [int(m.group(1)) for p in folder.iterdir() if (m := _POLICY_RE.match(p.name))]
+
+
+def remove_temp_files(folder: str | Path) -> list[Path]:
+    """Deletes the temp files of atomic writes that never finished (a writer killed mid-save).
+
+    Call it only for a folder this process alone writes to (a learner's ``path_policy``, a
+    collector's own data folder), before it writes there: another writer's temp file may be
+    a write in progress.
+
+    Returns:
+        The files deleted.
+    """
+    folder = Path(folder)
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for path in folder.iterdir():
+        if _TEMP_RE.match(path.name) and path.is_file() and not path.is_symlink():
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            removed.append(path)
+    return removed

@@ -14,7 +14,10 @@ _EXPORTS = {
     "parallel_pipeline": "ding_lite.entry.parallel",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "parallel_pipeline",
+    "serial_pipeline",
+]
 
 if TYPE_CHECKING:
     from ding_lite.entry.parallel import parallel_pipeline

@@ -1,6 +1,7 @@
 """The task protocol end to end, in one process: handlers are called directly."""
 
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 
 from ding_lite.config import compile_config
 from ding_lite.coordinator import Coordinator
+from ding_lite.coordinator.collectors import MAX_DATA_FAILURES
 from ding_lite.data import policy_versions
 from ding_lite.worker.collector.comm import FlaskFileSystemCollector
 from ding_lite.worker.learner.comm import FlaskFileSystemLearner
@@ -18,6 +20,7 @@ class Outcome:
     success: bool
     result: dict | None
     error: str | None
+    elapsed_s: float = 0.0
 
 
 class LocalTransport:
@@ -37,6 +40,11 @@ class LocalTransport:
             return Outcome(True, self.workers[worker_id][1].handlers[name](data), None)
         except Exception as err:  # the transport reports failures, like the HTTP one
             return Outcome(False, None, f"{type(err).__name__}: {err}")
+
+    def send_task_async(self, worker_id, name, data, timeout):
+        future = Future()
+        future.set_result(self.send_task(worker_id, name, data, timeout))
+        return future
 
 
 def tiny_cfg(tmp_path, **over):
@@ -168,7 +176,8 @@ def test_a_collector_that_keeps_failing_is_dropped(tmp_path):
     status = Coordinator(tiny_cfg(tmp_path), transport).run(10)
     assert status.train_iter == 6 and status.failed_tasks >= 3
     data_calls = [w for w, n in transport.calls if n == "collector_data_task"]
-    assert data_calls.count("collector1") == 2 + 3  # dropped after 3 failures in a row
+    # dropped after MAX_DATA_FAILURES failures in a row (nobody restarts it here)
+    assert data_calls.count("collector1") == 2 + MAX_DATA_FAILURES
     for _, worker in workers.values():
         worker.close()
 
@@ -202,14 +211,54 @@ def test_learner_skips_an_unreadable_rollout_file(tmp_path):
 
 
 def test_the_solving_evaluation_stays_the_runs_figure(tmp_path):
-    coordinator = Coordinator(tiny_cfg(tmp_path), LocalTransport({}))
+    cfg = tiny_cfg(tmp_path, **{"evaluator.stop_value": 475})
+    coordinator = Coordinator(cfg, LocalTransport({}))
+    coordinator.status.policy_version = 8
+    coordinator.collectors.evaluator = "collector0"
 
     def report(version, ret, solved):
         evals = [dict(policy_version=version, return_mean=ret, n_episodes=2, solved=solved)]
-        coordinator._take_collector_output("collector0", {"files": [], "evals": evals})
+        coordinator.collectors.take_output("collector0", {"files": [], "evals": evals})
 
     report(4, 120.0, False)
     assert coordinator.status.eval_return == 120.0 and not coordinator.status.solved
     report(6, 490.0, True)
     report(8, 393.5, False)  # e.g. one more evaluation that arrives while the run closes
     assert coordinator.status.solved and coordinator.status.eval_return == 490.0
+
+
+def test_a_forged_evaluation_cannot_solve_the_run(tmp_path):
+    from ding_lite.coordinator.checks import ResultError
+
+    cfg = tiny_cfg(tmp_path, **{"evaluator.stop_value": 475})
+    coordinator = Coordinator(cfg, LocalTransport({}))
+    coordinator.status.policy_version = 3
+    coordinator.collectors.evaluator = "collector0"
+    take = coordinator.collectors.take_output
+    with pytest.raises(ResultError):  # only the evaluating collector reports evaluations
+        take("collector1", {"evals": [dict(policy_version=2, return_mean=500.0, n_episodes=2)]})
+    forged = [
+        dict(policy_version=9, return_mean=500.0, n_episodes=2),  # a version not published
+        dict(policy_version=2, return_mean=500.0, n_episodes=1),  # too few episodes
+        dict(policy_version=2, return_mean=float("inf"), n_episodes=2),
+        dict(policy_version="2", return_mean=500.0, n_episodes=2),
+    ]
+    take("collector0", {"files": [], "evals": forged})
+    assert not coordinator.status.solved and coordinator.status.eval_return is None
+    # the solved flag is judged by the coordinator, whatever the report claims
+    take(
+        "collector0",
+        {"evals": [dict(policy_version=2, return_mean=10.0, n_episodes=2, solved=True)]},
+    )
+    assert not coordinator.status.solved and coordinator.status.eval_return == 10.0
+
+
+def test_reported_paths_outside_path_data_are_refused(tmp_path):
+    cfg = tiny_cfg(tmp_path)
+    coordinator = Coordinator(cfg, LocalTransport({}))
+    outside = tmp_path / "config.json"
+    outside.write_text("{}")
+    paths = [str(outside), str(tmp_path / "data" / ".." / "x_v0_n1.pt"), 17, "/etc/passwd"]
+    coordinator.collectors.take_output("collector0", {"files": [{"path": p} for p in paths]})
+    assert coordinator.queue.samples == 0 and coordinator.queue.counts["written"] == 0
+    assert outside.exists()

@@ -120,8 +120,15 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     }
     assert_all_gone(address)
 
-    # Resume: the learner goes on from its checkpoint; leftovers in data/ are dropped.
-    leftover = run / "data" / "collector0" / "00000099.pt"
+    assert result["ledger"]["left_in_path_data"] == 0 and result["restarts"] == 0
+    ledger = result["ledger"]
+    assert ledger["written"] == sum(
+        v for k, v in ledger.items() if k.startswith(("trained", "dropped"))
+    )
+
+    # Resume: the learner goes on from its checkpoint; a rollout file left in data/ is
+    # adopted and accounted for in the ledger.
+    leftover = run / "data" / "collector0" / "00000099_v3_n256.pt"
     leftover.parent.mkdir(parents=True)
     leftover.write_bytes(b"torn")
     (tmp_path / "first_result.json").write_text(json.dumps(result))
@@ -133,6 +140,12 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     assert resumed["envstep"] > result["envstep"]
     assert not [p for p in (run / "data").rglob("*") if p.is_file()]
     assert "ckpt_iter00000004" in (run / "logs" / "learner0.log").read_text()
+    ledger = resumed["ledger"]  # the leftover was adopted and is accounted for
+    assert ledger["left_in_path_data"] == 0 and not leftover.exists()
+    assert ledger["written"] == sum(
+        v for k, v in ledger.items() if k.startswith(("trained", "dropped"))
+    )
+    assert ledger["written"] > ledger["trained"]
     assert_all_gone(address)
 
 
@@ -253,24 +266,24 @@ def test_per_role_commands_join_a_coordinator(tmp_path):
 def test_worker_threads_leave_the_collectors_their_cores(
     monkeypatch, role, cores, collectors, threads
 ):
-    from ding_lite.entry import parallel
+    from ding_lite.entry import launcher
 
-    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: set(range(cores)))
-    assert parallel._worker_threads(role, collectors) == threads
+    monkeypatch.setattr(launcher.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert launcher.worker_threads(role, collectors) == threads
 
 
 def test_spawn_sets_worker_threads_unless_the_user_did(monkeypatch, tmp_path):
     from ding_lite.config import compile_config
-    from ding_lite.entry import parallel
+    from ding_lite.entry import launcher
 
     seen = []
-    monkeypatch.setattr(parallel.subprocess, "Popen", lambda cmd, **kw: seen.append(kw["env"]))
-    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(launcher.subprocess, "Popen", lambda cmd, **kw: seen.append(kw["env"]))
+    monkeypatch.setattr(launcher.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     cfg = compile_config("pendulum_ppo_parallel")
-    parallel._spawn("learner", "learner0", "127.0.0.1:1", "tok", cfg, tmp_path)
-    parallel._spawn("collector", "collector0", "127.0.0.1:1", "tok", cfg, tmp_path)
+    launcher.spawn_worker("learner", "learner0", "127.0.0.1:1", "tok", cfg, tmp_path)
+    launcher.spawn_worker("collector", "collector0", "127.0.0.1:1", "tok", cfg, tmp_path)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    parallel._spawn("collector", "collector1", "127.0.0.1:1", "tok", cfg, tmp_path)
+    launcher.spawn_worker("collector", "collector1", "127.0.0.1:1", "tok", cfg, tmp_path)
     assert [env["OMP_NUM_THREADS"] for env in seen] == ["2", "1", "3"]
     assert all(env["DING_LITE_TOKEN"] == "tok" for env in seen)

@@ -78,13 +78,22 @@ class AsyncCollector:
             if self._thread.is_alive():
                 self._logger.warning(f"collection thread still busy after {timeout:g} s")
 
-    def sync_policy(self, path: str, version: int, published_at: float | None = None) -> None:
+    def sync_policy(
+        self,
+        path: str,
+        version: int,
+        published_at: float | None = None,
+        rollback: bool = False,
+    ) -> None:
         """Reads a published policy file; the loop uses it from its next rollout on.
 
         Args:
             path: the policy file.
-            version: its version; older than the current one is ignored.
+            version: its version; one not newer than the current (or pending) one is
+                ignored, unless ``rollback``.
             published_at: ``time.time()`` of publication, to measure the sync latency.
+            rollback: the learner restarted from an older checkpoint: this version replaces
+                whatever the loop holds, and newer versions follow from it.
 
         Raises:
             CheckpointError: the file is missing or unreadable.
@@ -93,9 +102,9 @@ class AsyncCollector:
         if file_version != version:
             raise ValueError(f"{path} holds policy version {file_version}, not {version}")
         with self._lock:
-            if version > self.policy_version and (
-                self._pending_policy is None or version > self._pending_policy[0]
-            ):
+            pending = self._pending_policy
+            newest = pending[0] if pending is not None else self.policy_version
+            if rollback or version > newest:
                 self._pending_policy = (version, state, published_at or time.time())
 
     def drain(self) -> dict[str, Any]:

@@ -4,7 +4,8 @@ On ``collector_start_task`` it builds its env (on its device), the policy and an
 :class:`AsyncCollector` that keeps stepping; ``collector_data_task`` hands over the metadata
 of the files written since the last call, ``collector_policy_sync_task`` swaps in new weights
 between rollouts, ``collector_close_task`` stops. A collector with ``evaluate=True`` also
-evaluates every ``evaluator.eval_freq``-th policy version it receives.
+evaluates every ``evaluator.eval_freq``-th policy version it receives. A policy path a task
+names must lie inside ``path_policy``; nothing outside it is ever read.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.config.config import compile_config
+from ding_lite.data.files import remove_temp_files
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
 from ding_lite.utils.device import resolve_device
-from ding_lite.utils.errors import DingLiteError
+from ding_lite.utils.errors import ConfigError, DingLiteError
 from ding_lite.utils.log import get_logger
+from ding_lite.utils.paths import is_worker_id, resolve_inside
 from ding_lite.worker.collector.comm.async_collector import AsyncCollector
 from ding_lite.worker.collector.evaluator import Evaluator
 from ding_lite.worker.collector.serial_collector import SerialCollector
@@ -74,14 +77,31 @@ class FlaskFileSystemCollector:
         """Builds env, policy and loop; loads the given policy version; starts collecting.
 
         ``data``: ``{"config": dict, "seed": int, "evaluate": bool, "policy_path": str,
-        "policy_version": int}``.
+        "policy_version": int}``. A start that fails leaves nothing started, so it may be
+        sent again.
+
+        Raises:
+            ConfigError: a config this worker cannot run (e.g. ``device: cuda`` without a
+                GPU, an id that cannot name a data folder); the task fails as
+                "ConfigError: ...", which the coordinator does not retry.
+            UnsafePathError: ``policy_path`` is not inside ``path_policy`` (nothing loaded).
         """
         if self._async is not None:
             raise DingLiteError("collector already started")
+        if not is_worker_id(self.worker_id):
+            raise ConfigError(
+                f"collector id {self.worker_id!r} cannot name a data folder; use letters,"
+                " digits, '.', '_' and '-' (at most 64, not '.' or '..')"
+            )
         cfg = compile_config(data["config"])
         if self._device_override:
             cfg.device = self._device_override
         self.cfg = cfg
+        self._path_policy = Path(cfg.system.path_policy or Path(cfg.exp_dir) / "policy")
+        policy_path = None
+        if data.get("policy_path"):
+            policy_path = resolve_inside(data["policy_path"], self._path_policy)
+            policy_version = _version(data.get("policy_version"))
         device = resolve_device(cfg.device)
         seed = int(data["seed"])
         env = build_env(cfg, cfg.env.num_envs, device, seed)
@@ -101,6 +121,9 @@ class FlaskFileSystemCollector:
         )
         self._device, self._policy = device, policy
         path_data = Path(cfg.system.path_data or Path(cfg.exp_dir) / "data")
+        # Unfinished writes of an earlier process with this id (no one else writes here).
+        for path in remove_temp_files(path_data / self.worker_id):
+            self._logger.warning(f"removed {path}: an unfinished write of an earlier run")
         self._async = AsyncCollector(
             collector,
             policy,
@@ -108,10 +131,14 @@ class FlaskFileSystemCollector:
             path_data=path_data,
             max_pending_files=cfg.system.max_pending_files,
         )
-        if data.get("evaluate"):
-            self._enable_evaluation()
-        if data.get("policy_path"):
-            self._async.sync_policy(data["policy_path"], int(data["policy_version"]))
+        try:
+            if data.get("evaluate"):
+                self._enable_evaluation()
+            if policy_path is not None:
+                self._async.sync_policy(str(policy_path), policy_version)
+        except BaseException:
+            self._async = None  # not started: the coordinator may send the start again
+            raise
         self._async.start()
         self._logger.info(f"collecting: env {cfg.env.name} x{cfg.env.num_envs} on {device}")
         return {"device": str(device), "num_envs": cfg.env.num_envs}
@@ -123,15 +150,20 @@ class FlaskFileSystemCollector:
         return out
 
     def policy_sync_task(self, data: dict[str, Any]) -> dict[str, Any]:
-        """``data``: ``{"path", "version", "published_at", "evaluate"}``; the policy is used
-        from the next rollout on. ``evaluate`` makes this collector the evaluating one (when
-        the previous one was lost)."""
+        """``data``: ``{"path", "version", "published_at", "evaluate", "rollback"}``; the
+        policy is used from the next rollout on. ``evaluate`` makes this collector the
+        evaluating one (when the previous one was lost); ``rollback`` (a learner restarted
+        from an older checkpoint) makes an older version replace the current one."""
+        loop = self._require_async()
+        path = resolve_inside(data.get("path"), self._path_policy)  # before anything is read
+        version = _version(data.get("version"))
+        published_at = data.get("published_at")
+        if not isinstance(published_at, int | float) or isinstance(published_at, bool):
+            published_at = None
         if data.get("evaluate") and not hasattr(self, "_evaluator"):
             self._enable_evaluation()
-        self._require_async().sync_policy(
-            data["path"], int(data["version"]), data.get("published_at")
-        )
-        return {"accepted_version": int(data["version"])}
+        loop.sync_policy(str(path), version, published_at, rollback=data.get("rollback") is True)
+        return {"accepted_version": version}
 
     def close_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Stops collecting; returns what was not yet handed over.
@@ -191,3 +223,10 @@ class FlaskFileSystemCollector:
         if self._async is None:
             raise DingLiteError("collector not started: send collector_start_task first")
         return self._async
+
+
+def _version(value: Any) -> int:
+    """A policy version from a task (a non-negative int)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"a policy version must be a non-negative int, got {value!r:.40}")
+    return value

@@ -1,15 +1,18 @@
 """FlaskFileSystemLearner: a BaseLearner fed by rollout files, driven by coordinator tasks.
 
 The coordinator names the rollout files to train on in ``learner_learn_task``; this worker
-loads them (``weights_only``), deletes them, hands the batch to the ``BaseLearner`` thread
-through a queue and answers with the iteration's learn info once the new policy version is
-published as a file. Every wait is timed.
+checks that every path lies inside ``path_data``, reads each file (``weights_only``),
+validates it against the run's rollout spec, deletes it, hands the batch to the
+``BaseLearner`` thread through a queue and answers with the iteration's learn info once the
+new policy version is published as a file. Every named file is reported in exactly one
+outcome (``trained``, ``dropped_stale``, ``dropped_invalid``, ``dropped_rollback``). A dead
+training thread or a stop the learner asked for (e.g. divergence) is reported in every
+answer (``stop_reason``, ``error``) instead of failing tasks. Every wait is timed.
 """
 
 from __future__ import annotations
 
 import math
-import queue
 import threading
 import time
 from pathlib import Path
@@ -18,29 +21,30 @@ from typing import Any
 import torch
 
 from ding_lite.config.config import compile_config
-from ding_lite.data.files import read_rollout, write_policy
+from ding_lite.data.files import remove_newer_policies, remove_temp_files, write_policy
+from ding_lite.data.spec import probe_rollout_spec
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
 from ding_lite.utils.device import resolve_device
-from ding_lite.utils.errors import CheckpointError, DingLiteError
+from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import build_tb_logger, get_logger
+from ding_lite.utils.paths import UnsafePathError
 from ding_lite.utils.rng import set_seed
+from ding_lite.utils.stop import DISK_FULL, DIVERGED, LEARNER_FAILED, STOP_REASONS
 from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.comm.base_comm_learner import BaseCommLearner, TaskHandler
-from ding_lite.worker.learner.learner_hook import LearnerHook
+from ding_lite.worker.learner.comm.intake import (
+    Intake,
+    delete_files,
+    failure_of,
+    take_rollouts,
+    task_paths,
+)
+from ding_lite.worker.learner.comm.training_thread import TrainingThread
+from ding_lite.worker.learner.learner_hook import LoadCkptHook
 
-
-class _CallbackHook(LearnerHook):
-    """Calls ``callback(engine)``: how the comm learner hands its publish step to the learner."""
-
-    default_priority = 90  # after logging and checkpoints
-
-    def __init__(self, name: str, priority: float | None = None, *, position: str, callback):
-        super().__init__(name, priority, position=position)
-        self._callback = callback
-
-    def __call__(self, engine: BaseLearner) -> None:
-        self._callback(engine)
+# Stops the learner asks for that are failures of the run (reported as its stop_reason).
+_FAILURE_STOPS = (DIVERGED, DISK_FULL, LEARNER_FAILED)
 
 
 class FlaskFileSystemLearner(BaseCommLearner):
@@ -66,11 +70,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self.slave = slave_factory(self.handlers) if slave_factory is not None else None
         self._logger = get_logger(f"learner.{worker_id}")
         self._learner: BaseLearner | None = None
-        self._thread: threading.Thread | None = None
-        self._data_queue: queue.Queue = queue.Queue(maxsize=1)
-        self._info_queue: queue.Queue = queue.Queue()
-        self._stop = threading.Event()
-        self._error: BaseException | None = None
+        self._thread: TrainingThread | None = None
+        self._learn_lock = threading.Lock()  # learn tasks run one at a time
         #: Set once the coordinator closed this worker (its process may exit).
         self.closed = threading.Event()
 
@@ -96,7 +97,14 @@ class FlaskFileSystemLearner(BaseCommLearner):
     def start_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Builds the policy and the BaseLearner from the run's config and starts training.
 
-        ``data``: ``{"config": resolved config dict}``. Returns the first published policy.
+        ``data``: ``{"config": resolved config dict}``. A learner that resumes from a
+        checkpoint (``learner.hook.load_ckpt_before_run``) first removes the published
+        policy versions newer than the checkpoint. Returns the first published policy and
+        ``resumed_from`` (the checkpoint's iteration, or None for a fresh start).
+
+        Raises:
+            ConfigError: e.g. a device this machine lacks (the task fails as "ConfigError:
+                ...", which the coordinator does not retry).
         """
         if self._learner is not None:
             raise DingLiteError("learner already started")
@@ -118,9 +126,12 @@ class FlaskFileSystemLearner(BaseCommLearner):
             device=self.device,
             total_iters=total_iters or cfg.max_train_iter,
         )
+        self.spec = probe_rollout_spec(probe, self.policy.collect_mode, self.device)
         self.batch_size = batch
         exp_dir = Path(cfg.exp_dir)
         self.path_policy = Path(cfg.system.path_policy or exp_dir / "policy")
+        self.path_data = Path(cfg.system.path_data or exp_dir / "data")
+        self.rejected_dir = exp_dir / "rejected"
         tb_logger = build_tb_logger(exp_dir / "tb" / self.worker_id)
         learner = BaseLearner(
             cfg.learner,
@@ -129,12 +140,16 @@ class FlaskFileSystemLearner(BaseCommLearner):
             cfg.exp_name,
             self.worker_id,
             exp_dir=exp_dir,
-            get_data=self._get_data,
-        )
-        learner.register_hook(
-            _CallbackHook("publish", position="after_iter", callback=self._publish)
         )
         learner.call_hook("before_run")  # a resume loads its checkpoint here, before v0 goes out
+        resumed = any(isinstance(h, LoadCkptHook) for h in learner.hooks["before_run"])
+        # Versions newer than the one about to go out were published after the checkpoint
+        # (or by an older run in this folder): collectors must not pick them up, and the
+        # learner is about to publish those versions again.
+        for path in remove_temp_files(self.path_policy):  # this learner is its only writer
+            self._logger.warning(f"removed {path}: an unfinished write of an earlier run")
+        for path in remove_newer_policies(self.path_policy, learner.last_iter):
+            self._logger.warning(f"removed policy {path}: newer than iteration {learner.last_iter}")
         self._learner = learner
         path = write_policy(
             self.path_policy,
@@ -142,10 +157,11 @@ class FlaskFileSystemLearner(BaseCommLearner):
             self.policy.model.state_dict(),
             keep=cfg.system.keep_policies,
         )
-        self._thread = threading.Thread(target=self._run, name="learner-train", daemon=True)
+        self._thread = TrainingThread(learner, self._publish, self._logger)
         self._thread.start()
         self._logger.info(
             f"training {cfg.exp_name} on {self.device}, {batch} samples per iteration"
+            + (f", resumed from iteration {learner.last_iter}" if resumed else "")
         )
         return {
             "policy_path": str(path),
@@ -153,105 +169,129 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "envstep": learner.envstep,
             "batch_size": batch,
             "published_at": time.time(),
+            "resumed_from": learner.last_iter if resumed else None,
         }
 
     def get_data_task(self, data: dict[str, Any]) -> dict[str, Any]:
-        """The learner's demand: samples per iteration, and where it stands."""
+        """The learner's demand (samples per iteration, where it stands) and its state:
+        ``stop_reason`` (None, "learner_failed", "disk_full" or "diverged") and ``error``."""
         learner = self._require_learner()
+        stop_reason, error = self._state()
         return {
             "batch_size": self.batch_size,
             "iteration": learner.last_iter,
             "policy_version": learner.last_iter,
+            "stop_reason": stop_reason,
+            "error": error,
         }
 
     def learn_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Trains one iteration on the named rollout files and publishes the new policy.
 
-        ``data``: ``{"files": [metadata...], "envstep": int}``.
-        Files are deleted once read; rollouts more than ``max_policy_lag`` versions old are
-        dropped (counted).
+        ``data``: ``{"files": [metadata or path...], "envstep": int}``. Every path must lie
+        inside ``path_data``, else the task fails with ``UnsafePathError`` and no file is
+        touched. A learner that stopped (``stop_reason`` set) touches no file either; the
+        coordinator gets the files back as not consumed.
+
+        Returns:
+            The learn info (see ``_info``), with every named file in exactly one of
+            ``trained``, ``dropped_stale``, ``dropped_invalid``, ``dropped_rollback``.
         """
         learner = self._require_learner()
-        version = learner.last_iter
-        max_lag = self.cfg.system.max_policy_lag
-        batches, lags, dropped = [], [], 0
-        for meta in data["files"]:
-            try:
-                content = read_rollout(meta["path"])
-            except CheckpointError as err:
-                # Files are written atomically, so this is a file that vanished or was
-                # damaged outside ding_lite: skip it (counted), keep training on the rest.
-                self._logger.warning(f"skipping rollout: {err}")
-                Path(meta["path"]).unlink(missing_ok=True)
-                dropped += 1
-                continue
-            Path(meta["path"]).unlink(missing_ok=True)
-            lag = version - int(content["policy_version"])
-            if lag > max_lag:
-                dropped += 1
-                continue
-            batches.append(content["data"])
-            lags.append(lag)
-        learner.envstep = int(data.get("envstep", learner.envstep))
-        if not batches:
-            return self._info(trained=False, dropped=dropped)
-        batch = {k: torch.cat([b[k] for b in batches]).to(self.device) for k in batches[0]}
-        timeout = self.cfg.system.task_timeout
-        self._data_queue.put(batch, timeout=timeout)
-        info = self._wait_info(timeout)
-        info.update(dropped=dropped, policy_lag=sum(lags) / len(lags))
+        named = task_paths(data.get("files", []), self.path_data)
+        envstep = data.get("envstep", learner.envstep)
+        if isinstance(envstep, bool) or not isinstance(envstep, int) or envstep < 0:
+            raise ValueError(f"field 'envstep' must be a non-negative int, got {envstep!r:.40}")
+        with self._learn_lock:
+            if self._state()[0] is not None:
+                return self._info(Intake())
+            intake = take_rollouts(
+                named,
+                spec=self.spec,
+                version=learner.last_iter,
+                max_lag=self.cfg.system.max_policy_lag,
+                rejected_dir=self.rejected_dir,
+                logger=self._logger,
+            )
+            learner.envstep = envstep
+            if not intake.batches:
+                return self._info(intake)
+            batch = {
+                k: torch.cat([b[k] for b in intake.batches]).to(self.device)
+                for k in intake.batches[0]
+            }
+            published = self._thread.train(batch, self.cfg.system.task_timeout)
+            if published is None:  # the training thread died or stopped on this batch
+                intake.training_failed()
+                return self._info(intake)
+            info = self._info(intake, **published)
         if learner.tb_logger is not None:
             learner.tb_logger.add_scalar("charts/policy_lag", info["policy_lag"], learner.envstep)
         return info
 
     def close_task(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Ends the run: deletes the unused rollout files named in ``data["discard"]``; the
-        learner saves its checkpoint (after_run hooks)."""
-        for meta in data.get("discard", []):
-            Path(meta["path"]).unlink(missing_ok=True)
+        """Ends the run: deletes the unused rollout files named in ``data["discard"]`` (all
+        checked inside ``path_data`` first, else ``UnsafePathError`` and nothing deleted);
+        the learner saves its checkpoint (after_run hooks).
+
+        Returns:
+            ``{"iteration", "dropped_run_end": [paths], "stop_reason", "error"}``.
+        """
+        discard = data.get("discard", [])
+        if discard and self._learner is None:
+            raise UnsafePathError("learner not started: it cannot check the discard paths")
+        named = task_paths(discard, self.path_data, "discard") if discard else []
+        dropped = delete_files(named, self._logger)
         self._stop_learner(timeout=self.cfg.system.task_timeout if self._learner else 5.0)
         learner = self._learner
         self.closed.set()
-        return {"iteration": learner.last_iter if learner else 0}
+        stop_reason, error = self._state() if learner else (None, "")
+        return {
+            "iteration": learner.last_iter if learner else 0,
+            "dropped_run_end": dropped,
+            "stop_reason": stop_reason,
+            "error": error,
+        }
 
-    # --- the learner thread -------------------------------------------------------------
-    def _run(self) -> None:
-        learner = self._learner
-        try:
-            with learner.auto_checkpoint():
-                for _ in range(learner.cfg.max_iterations):
-                    batch = self._get_data()
-                    if batch is None:
-                        break
-                    learner.train(batch)
-                learner.call_hook("after_run")
-        except BaseException as err:  # reported by the next learn task
-            self._logger.exception("learner thread failed")
-            self._error = err
-            self._info_queue.put(err)
-        finally:
-            learner.close()
-
-    def _get_data(self) -> dict[str, torch.Tensor] | None:
-        while not self._stop.is_set():
-            try:
-                return self._data_queue.get(timeout=0.1)
-            except queue.Empty:
-                continue
-        return None
-
-    def _publish(self, learner: BaseLearner) -> None:
-        """after_iter: publish the new policy version, then report the learn info."""
+    # --- helpers -----------------------------------------------------------------------
+    def _publish(self, learner: BaseLearner) -> dict[str, Any]:
+        """after_iter (training thread): publish the new policy version; what learn_task
+        gets back for its batch."""
         path = write_policy(
             self.path_policy,
             learner.last_iter,
             self.policy.model.state_dict(),
             keep=self.cfg.system.keep_policies,
         )
-        self._info_queue.put(self._info(trained=True, dropped=0, policy_path=str(path)))
+        scalars = {
+            # JSON has no NaN: a non-finite scalar (e.g. explained variance of a constant
+            # target) goes out as null.
+            k: (float(v) if math.isfinite(v) else None)
+            for k, v in learner.learn_info.items()
+        }
+        return {"policy_path": str(path), "scalars": scalars}
 
-    def _info(self, *, trained: bool, dropped: int, policy_path: str = "") -> dict[str, Any]:
-        """Learn info; ``done`` says the run's env-step or iteration limit is reached."""
+    def _state(self) -> tuple[str | None, str]:
+        """``(stop_reason, error)``: why this learner cannot train any more (None, "")."""
+        thread = self._thread
+        if thread is not None and thread.error is not None:
+            return failure_of(thread.error)
+        requested = self._learner.stop_reason if self._learner is not None else None
+        if requested in _FAILURE_STOPS:
+            return requested, f"learner stopped: {requested}"
+        if requested is None and thread is not None and thread.ended:
+            return LEARNER_FAILED, "training thread ended (learner.max_iterations reached)"
+        return None, ""
+
+    def _info(
+        self, intake: Intake, *, policy_path: str = "", scalars: dict | None = None
+    ) -> dict[str, Any]:
+        """The learn info.
+
+        ``trained`` lists the files trained on (empty: no iteration ran); ``done`` says the
+        run's env-step or iteration limit is reached, or the learner asked to stop
+        (``done_reason`` "diverged"); ``stop_reason``/``error`` say why it cannot go on.
+        """
         learner = self._learner
         cfg = self.cfg
         done = None
@@ -259,43 +299,31 @@ class FlaskFileSystemLearner(BaseCommLearner):
             done = "max_env_step"
         elif cfg.max_train_iter is not None and learner.last_iter >= cfg.max_train_iter:
             done = "max_train_iter"
-        return {
-            "trained": trained,
+        elif learner.stop_reason is not None:
+            done = learner.stop_reason if learner.stop_reason in STOP_REASONS else None
+        stop_reason, error = self._state()
+        info = {
             "iteration": learner.last_iter,
             "policy_version": learner.last_iter,
             "policy_path": policy_path,
             "published_at": time.time(),
-            "done": done is not None,
+            "done": done is not None or learner.stop_reason is not None,
             "done_reason": done,
-            "dropped": dropped,
-            # JSON has no NaN: a non-finite scalar (e.g. explained variance of a constant
-            # target) goes out as null.
-            "scalars": {
-                k: (float(v) if math.isfinite(v) else None) for k, v in learner.learn_info.items()
-            }
-            if trained
-            else {},
+            **intake.outcome,
+            "dropped": intake.dropped,
+            "stop_reason": stop_reason,
+            "error": error,
+            "scalars": scalars or {},
         }
-
-    def _wait_info(self, timeout: float) -> dict[str, Any]:
-        try:
-            item = self._info_queue.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no learn info within {timeout:g} s") from None
-        if isinstance(item, BaseException):
-            raise RuntimeError(f"learner failed: {item!r}") from item
-        return item
+        if intake.lags:
+            info["policy_lag"] = sum(intake.lags) / len(intake.lags)
+        return info
 
     def _require_learner(self) -> BaseLearner:
         if self._learner is None:
             raise DingLiteError("learner not started: send learner_start_task first")
-        if self._error is not None:
-            raise RuntimeError(f"learner failed: {self._error!r}")
         return self._learner
 
     def _stop_learner(self, timeout: float) -> None:
-        self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                self._logger.warning(f"learner thread still busy after {timeout:g} s")
+            self._thread.stop(timeout)

@@ -1,0 +1,176 @@
+"""The rollout queue: every rollout file the coordinator knows of, and the ledger of their fates.
+
+The filesystem is the queue. A collector reports the files it wrote, and a periodic scan of
+``path_data`` adopts complete files nobody reported (a data task whose result was lost, a
+collector that died): a file's name says all the coordinator needs (writer, sequence number,
+policy version, sample count), so no tensor is ever loaded here. Every file ends in exactly
+one ledger entry: trained on, or dropped with a reason.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ding_lite.utils.paths import is_inside, parse_rollout_path, scan_rollouts
+
+OUTCOMES = ("trained", "dropped_stale", "dropped_invalid", "dropped_rollback", "dropped_run_end")
+LEDGER_KEYS = ("written", *OUTCOMES)
+
+
+def _key(path: str | Path) -> str:
+    return os.path.realpath(path)
+
+
+class RolloutQueue:
+    """Rollout files waiting for the learner, files handed to it, and the ledger.
+
+    Args:
+        path_data: the run's shared data folder; a path outside it is never accepted.
+        on_reject: called with ``(path, why)`` for a reported path that is not accepted.
+    """
+
+    def __init__(
+        self, path_data: str | Path, on_reject: Callable[[str, str], None] | None = None
+    ) -> None:
+        self.path_data = Path(path_data)
+        self._on_reject = on_reject
+        self._waiting: dict[str, dict[str, Any]] = {}  # path -> metadata
+        self._handed: dict[str, dict[str, Any]] = {}  # sent in a learn task, not settled
+        self._seen: set[str] = set()  # every path ever accepted (reports and scans agree)
+        self.counts = dict.fromkeys(LEDGER_KEYS, 0)
+
+    # --- arrivals ------------------------------------------------------------------------
+    def offer(self, path: Any) -> bool:
+        """Accepts a reported file: inside ``path_data``, named as a rollout, new.
+
+        Returns whether it was added (a file already known is not added twice).
+        """
+        if not isinstance(path, str) or not is_inside(path, self.path_data):
+            self._reject(str(path)[:200], "not a path inside path_data")
+            return False
+        meta = parse_rollout_path(path)
+        if meta is None:
+            self._reject(path, "not a rollout file name")
+            return False
+        if not os.path.isfile(path):
+            # Already consumed (adopted by a scan, trained on) or never written.
+            if _key(path) not in self._seen:
+                self._reject(path, "no such file")
+            return False
+        return self._add(meta)
+
+    def offer_all(self, paths: Iterable[Any]) -> int:
+        return sum(self.offer(p) for p in paths)
+
+    def adopt(self, min_age: float = 0.0) -> int:
+        """Adds the complete rollout files in ``path_data`` the queue does not know yet.
+
+        Args:
+            min_age: only files written at least this many seconds ago (a fresh file's
+                report is usually on its way; the report is the cheaper path).
+        """
+        newest = time.time() - min_age
+        return sum(
+            self._add(meta) for meta in scan_rollouts(self.path_data) if meta["created"] <= newest
+        )
+
+    def _add(self, meta: Any) -> bool:
+        meta = dict(meta) if not isinstance(meta, dict) else meta
+        key = _key(meta["path"])
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        self.counts["written"] += 1
+        self._waiting[key] = meta
+        return True
+
+    def _reject(self, path: str, why: str) -> None:
+        if self._on_reject is not None:
+            self._on_reject(path, why)
+
+    # --- hand-over -----------------------------------------------------------------------
+    @property
+    def samples(self) -> int:
+        """Samples waiting to be handed to the learner."""
+        return sum(int(m["size"]) for m in self._waiting.values())
+
+    def waiting(self) -> list[dict[str, Any]]:
+        return list(self._waiting.values())
+
+    def take(self, demand: int, min_version: int) -> list[dict[str, Any]]:
+        """Hands out the freshest files up to ``demand`` samples, plus every file older than
+        ``min_version`` (the learner drops those and says so)."""
+        fresh = sorted(self._waiting.items(), key=lambda kv: -int(kv[1]["policy_version"]))
+        chosen, samples = [], 0
+        for key, meta in fresh:
+            if int(meta["policy_version"]) < min_version or samples < demand:
+                chosen.append(key)
+                if int(meta["policy_version"]) >= min_version:
+                    samples += int(meta["size"])
+        return [self._hand(key) for key in chosen]
+
+    def take_all(self) -> list[dict[str, Any]]:
+        return [self._hand(key) for key in list(self._waiting)]
+
+    def _hand(self, key: str) -> dict[str, Any]:
+        meta = self._waiting.pop(key)
+        self._handed[key] = meta
+        return meta
+
+    def settle(self, outcome: dict[str, Any]) -> None:
+        """Books the learner's verdict on handed files (``{"trained": [paths], ...}``).
+
+        A handed file the verdict does not name goes back to the queue if it still exists
+        (it was not consumed), else counts as invalid.
+        """
+        for name in OUTCOMES:
+            for path in outcome.get(name) or []:
+                if isinstance(path, str) and self._handed.pop(_key(path), None) is not None:
+                    self.counts[name] += 1
+        self.give_back(missing_as="dropped_invalid")
+
+    def give_back(self, missing_as: str = "dropped_rollback") -> None:
+        """Returns unsettled handed files to the queue (e.g. the learner was lost mid-task).
+
+        Files that no longer exist were consumed by the learner that failed: their
+        iteration is lost, so they count as ``missing_as``.
+        """
+        for key, meta in list(self._handed.items()):
+            del self._handed[key]
+            if os.path.exists(key):
+                self._waiting[key] = meta
+            else:
+                self.counts[missing_as] += 1
+
+    def drop_missing(self) -> None:
+        """Files waiting whose file vanished (deleted outside the protocol) count as invalid."""
+        for key in [k for k in self._waiting if not os.path.exists(k)]:
+            del self._waiting[key]
+            self.counts["dropped_invalid"] += 1
+
+    def discard_rest(self) -> None:
+        """At the end of a run: deletes every file still waiting or handed (none will be
+        trained on) and books it as ``dropped_run_end``."""
+        self.give_back(missing_as="dropped_run_end")
+        for key in list(self._waiting):
+            del self._waiting[key]
+            if is_inside(key, self.path_data):
+                try:
+                    os.unlink(key)
+                except FileNotFoundError:
+                    pass
+            self.counts["dropped_run_end"] += 1
+
+    # --- the ledger ----------------------------------------------------------------------
+    def ledger(self) -> dict[str, int]:
+        """The counts, with ``left_in_path_data``: complete rollout files still on disk."""
+        left = len(scan_rollouts(self.path_data)) if self.path_data.is_dir() else 0
+        return {**self.counts, "left_in_path_data": left}
+
+    @property
+    def dropped(self) -> int:
+        return sum(v for k, v in self.counts.items() if k.startswith("dropped_"))

@@ -1,0 +1,37 @@
+"""What the coordinator knows about a run: the figures the launcher prints and saves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RunStatus:
+    """The run as the coordinator sees it; ``on_status`` callbacks and result.json read it."""
+
+    envstep: int = 0
+    train_iter: int = 0
+    policy_version: int = 0
+    policy_lag: float = 0.0
+    dropped: int = 0  # rollouts dropped for any reason (the ledger says which)
+    eval_return: float | None = None
+    eval_win_rate: float | None = None  # envs that report episode outcomes only
+    solved: bool = False
+    done: bool = False
+    stop_reason: str | None = None  # one of ding_lite.utils.stop.STOP_REASONS
+    stop_detail: str = ""  # one line saying why, for failures
+    collectors_alive: int = 0
+    learners_alive: int = 0
+    failed_tasks: int = 0
+    restarts: int = 0
+    skipped_steps: int = 0
+    waiting_on: str = ""  # what the run waits for right now (the watchdog names it)
+    ledger: dict[str, int] = field(default_factory=dict)
+    episode_returns: list[float] = field(default_factory=list)
+    episode_outcomes: list[float] = field(default_factory=list)
+    sync_latency_s: list[float] = field(default_factory=list)
+    learn_latency_s: list[float] = field(default_factory=list)
+    control_latency_s: list[float] = field(default_factory=list)
+    # perf_counter() and envstep at the first update: the steady rate leaves out start-up.
+    first_learn_at: float | None = None
+    first_learn_envstep: int = 0

@@ -1,0 +1,157 @@
+"""What a rollout of a given config holds, and the check every rollout file passes before use.
+
+A learner trusts no file in ``path_data``: even a well-formed tensor file with the wrong
+observation shape would kill its training thread, and a NaN would poison every weight. So
+each file is checked against the :class:`RolloutSpec` of the run (keys, per-sample shapes,
+dtypes, equal lengths, the sample count its name states, finite values) before it is used
+or deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ding_lite.utils.errors import DingLiteError
+
+#: The tensors ``SerialCollector.collect()`` returns, in that order.
+ROLLOUT_KEYS = ("obs", "action", "logp", "value", "adv", "ret")
+
+
+class InvalidRolloutError(DingLiteError, ValueError):
+    """A rollout file does not hold what a collector of this run writes."""
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One tensor of a rollout: ``[samples, *shape]`` of ``dtype``."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+@dataclass(frozen=True)
+class RolloutSpec:
+    """The tensors a rollout holds, by key."""
+
+    fields: Mapping[str, FieldSpec]
+
+
+def rollout_spec(
+    obs_shape: tuple[int, ...],
+    action_shape: tuple[int, ...],
+    action_dtype: torch.dtype,
+    *,
+    float_dtype: torch.dtype | None = None,
+) -> RolloutSpec:
+    """The spec of a rollout as ``SerialCollector.collect()`` returns it.
+
+    Args:
+        obs_shape: one observation's shape (the env's ``obs_shape``).
+        action_shape: one action's shape (``()`` for a discrete action).
+        action_dtype: the dtype of the actions the policy's collect mode returns.
+        float_dtype: dtype of the collector's float buffers (obs, logp, value, adv, ret);
+            default ``torch.get_default_dtype()``, what the collector allocates them with.
+    """
+    fdt = float_dtype or torch.get_default_dtype()
+    scalar = FieldSpec((), fdt)
+    return RolloutSpec(
+        {
+            "obs": FieldSpec(tuple(obs_shape), fdt),
+            "action": FieldSpec(tuple(action_shape), action_dtype),
+            "logp": scalar,
+            "value": scalar,
+            "adv": scalar,
+            "ret": scalar,
+        }
+    )
+
+
+def probe_rollout_spec(env: Any, collect_mode: Any, device: Any = "cpu") -> RolloutSpec:
+    """Derives the spec from one action of ``collect_mode`` on a (throwaway) probe env.
+
+    The random generators are left as they were, so probing does not change a run.
+
+    Args:
+        env: a ``TensorVectorEnv`` with at least one copy (it is reset).
+        collect_mode: the policy's collect mode (``forward(obs) -> (action, logp, value)``).
+        device: the policy's device.
+    """
+    device = torch.device(device)
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices), torch.inference_mode():
+        obs, _ = env.reset(seed=0)
+        action, _, _ = collect_mode.forward(obs.to(device))
+    return rollout_spec(tuple(env.obs_shape), tuple(action.shape[1:]), action.dtype)
+
+
+def _problem(data: Any, spec: RolloutSpec, expected_size: int) -> str | None:
+    """The first way ``data`` differs from ``spec`` (None: it does not)."""
+    if not isinstance(data, Mapping):
+        return f"its data is a {type(data).__name__}, not a dict of tensors"
+    for key in spec.fields:
+        if key not in data:
+            return f"missing key '{key}'"
+    for key in data:
+        if key not in spec.fields:
+            return f"unexpected key '{str(key)[:40]}'"
+    first_key, length = None, None
+    for key, want in spec.fields.items():
+        value = data[key]
+        if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
+            return f"'{key}' is not a dense tensor"
+        if value.dtype != want.dtype:
+            return f"'{key}' has dtype {value.dtype}, expected {want.dtype}"
+        if value.dim() != 1 + len(want.shape) or tuple(value.shape[1:]) != want.shape:
+            expected = ", ".join(["samples", *map(str, want.shape)])
+            return f"'{key}' has shape {tuple(value.shape)}, expected ({expected})"
+        if length is None:
+            first_key, length = key, value.shape[0]
+        elif value.shape[0] != length:
+            return (
+                f"inconsistent lengths: '{first_key}' has {length} samples, "
+                f"'{key}' {value.shape[0]}"
+            )
+    if length != expected_size:
+        return f"holds {length} samples, its name says {expected_size}"
+    for key in spec.fields:
+        value = data[key]
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            return f"'{key}' holds non-finite values"
+    return None
+
+
+def validate_rollout(
+    content: Mapping[str, Any],
+    spec: RolloutSpec,
+    expected_size: int,
+    *,
+    path: Any = "",
+    expected_version: int | None = None,
+) -> None:
+    """Checks a rollout file's content (as ``read_rollout`` returns it) against ``spec``.
+
+    Args:
+        content: the file's content; its ``data`` holds the tensors.
+        spec: what a collector of this run writes.
+        expected_size: the sample count the file's name states.
+        path: the file, named in the error message.
+        expected_version: the policy version the file's name states (None: not checked).
+
+    Raises:
+        InvalidRolloutError: one line naming the file and the first mismatch (missing or
+            extra key, shape, dtype, inconsistent lengths, size not matching the name,
+            non-finite values, policy version not matching the name).
+    """
+    problem = _problem(content.get("data"), spec, expected_size)
+    if problem is None and expected_version is not None:
+        version = content.get("policy_version")
+        if isinstance(version, bool) or not isinstance(version, int):
+            problem = f"policy_version is {type(version).__name__}, not an int"
+        elif version != expected_version:
+            problem = f"holds policy version {version}, its name says {expected_version}"
+    if problem is not None:
+        raise InvalidRolloutError(f"invalid rollout {path}: {problem}")

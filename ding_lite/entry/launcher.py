@@ -1,0 +1,224 @@
+"""The launcher: starts the worker processes of a parallel run on this machine and restarts
+the ones that fail.
+
+It is the coordinator's supervisor. A worker that died, or that the coordinator declared lost
+(a paused process past the heartbeat tolerance), is killed for certain and replaced by a new
+process under a fresh id (``<id>.r<n>``, so the coordinator's duplicate-id rule never blocks
+it), after a backoff, at most ``system.max_restarts`` times per run. A restarted learner
+resumes from the latest checkpoint (the coordinator's start task says so).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ding_lite.utils.log import get_logger
+
+CHILD_STOP_S = 8.0  # children get this long to exit before they are killed
+RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)  # wait before the n-th restart of one worker
+
+
+class Launcher:
+    """Starts, supervises and stops the learner and collector processes of one run.
+
+    Args:
+        cfg: the resolved config (``system.learners``, ``system.collectors``,
+            ``system.max_restarts``, ``system.heartbeat_period``).
+        address: the coordinator's ``host:port``.
+        token: the run's shared token (handed to children in their environment).
+        log_dir: each worker logs to ``<log_dir>/<worker id>.log``.
+    """
+
+    def __init__(self, cfg: Any, address: str, token: str, log_dir: Path) -> None:
+        self.cfg, self.address, self.token, self.log_dir = cfg, address, token, log_dir
+        self.procs: dict[str, subprocess.Popen] = {}  # worker id -> process, old ones too
+        self.roles: dict[str, str] = {}
+        self.restarts = 0
+        self._handled: dict[str, bool] = {}  # worker id -> whether a replacement follows
+        self._due: list[tuple[float, str, str]] = []  # (when, role, new id)
+        self._generation: dict[str, int] = {}
+        self._registered: set[str] = set()
+        self._logger = get_logger("launcher")
+
+    def start_all(self) -> None:
+        system = self.cfg.system
+        roles = ["learner"] * system.learners + ["collector"] * system.collectors
+        counts: dict[str, int] = {}
+        for role in roles:
+            index = counts.setdefault(role, 0)
+            counts[role] += 1
+            self._spawn(role, f"{role}{index}")
+
+    def _spawn(self, role: str, worker_id: str) -> None:
+        self.procs[worker_id] = spawn_worker(
+            role, worker_id, self.address, self.token, self.cfg, self.log_dir
+        )
+        self.roles[worker_id] = role
+
+    # --- the coordinator's supervisor ----------------------------------------------------
+    def worker_failed(self, worker_id: str, role: str, reason: str) -> bool:
+        """Kills what is left of ``worker_id`` and schedules its replacement.
+
+        Returns whether a replacement will register (False: not a worker of this launcher,
+        or no restart left). Calling it again for the same id repeats the first answer.
+        """
+        if worker_id in self._handled:
+            return self._handled[worker_id]
+        proc = self.procs.get(worker_id)
+        if proc is None:
+            return False
+        _kill(proc)
+        if self.restarts >= self.cfg.system.max_restarts:
+            self._logger.error(
+                f"{role} {worker_id} failed ({reason}); no restart left "
+                f"(system.max_restarts={self.cfg.system.max_restarts})"
+            )
+            self._handled[worker_id] = False
+            return False
+        base = worker_id.split(".r")[0]
+        n = self._generation.get(base, 0) + 1
+        self._generation[base] = n
+        self.restarts += 1
+        delay = RESTART_BACKOFF_S[min(n, len(RESTART_BACKOFF_S)) - 1]
+        new_id = f"{base}.r{n}"
+        self._due.append((time.monotonic() + delay, role, new_id))
+        self._handled[worker_id] = True
+        self._logger.warning(f"{role} {worker_id} failed ({reason}); {new_id} starts in {delay} s")
+        return True
+
+    def pending(self, role: str) -> int:
+        """Replacements due, or started and still starting (alive, not yet registered)."""
+        due = sum(1 for _, r, _ in self._due if r == role)
+        starting = sum(
+            1
+            for wid, proc in self.procs.items()
+            if self.roles[wid] == role
+            and wid not in self._registered
+            and wid not in self._handled
+            and proc.poll() is None
+        )
+        return due + starting
+
+    def poll(self) -> None:
+        """Starts the replacements that are due; replaces children that exited on their own."""
+        now = time.monotonic()
+        for item in [d for d in self._due if d[0] <= now]:
+            self._due.remove(item)
+            self._spawn(item[1], item[2])
+        for wid, proc in list(self.procs.items()):
+            if wid not in self._handled and proc.poll() is not None:
+                self.worker_failed(wid, self.roles[wid], f"exited with code {proc.returncode}")
+
+    def mark_registered(self, worker_ids: list[str]) -> None:
+        self._registered.update(worker_ids)
+
+    def alive(self, worker_id: str) -> bool:
+        """False for a child of this launcher whose process ended; True otherwise."""
+        proc = self.procs.get(worker_id)
+        return proc is None or (proc.poll() is None and worker_id not in self._handled)
+
+    def stop_all(self) -> None:
+        """Waits for closed workers to exit, then SIGTERM, then SIGKILL; all within ~10 s."""
+        self._due.clear()
+        stop_children(list(self.procs.values()))
+
+
+class LauncherTransport:
+    """The Master, seen by the coordinator: a child whose process ended, or that the launcher
+    gave up on, counts as gone at once, before its heartbeats run out."""
+
+    def __init__(self, master: Any, launcher: Launcher) -> None:
+        self.master, self.launcher = master, launcher
+
+    def worker_ids(self, role: str) -> list[str]:
+        ids = self.master.worker_ids(role)
+        self.launcher.mark_registered(ids)
+        return [w for w in ids if self.launcher.alive(w)]
+
+    def send_task(self, worker_id: str, name: str, data: dict, timeout: float) -> Any:
+        return self.master.send_task(worker_id, name, data, timeout=timeout)
+
+    def send_task_async(self, worker_id: str, name: str, data: dict, timeout: float) -> Any:
+        return self.master.send_task_async(worker_id, name, data, timeout=timeout)
+
+
+def spawn_worker(
+    role: str, worker_id: str, address: str, token: str, cfg: Any, log_dir: Path
+) -> subprocess.Popen:
+    """Starts ``ding-lite <role>`` for the coordinator at ``address``; output to its log."""
+    env = dict(os.environ, DING_LITE_TOKEN=token)
+    if "OMP_NUM_THREADS" not in os.environ:
+        env["OMP_NUM_THREADS"] = str(worker_threads(role, cfg.system.collectors))
+    cmd = [
+        sys.executable,
+        "-m",
+        "ding_lite",
+        role,
+        "--coordinator",
+        address,
+        "--worker-id",
+        worker_id,
+        "--heartbeat-period",
+        str(cfg.system.heartbeat_period),
+    ]
+    log = open(log_dir / f"{worker_id}.log", "ab")  # noqa: SIM115 (the child owns it)
+    try:
+        # A session of its own: a Ctrl-C in the terminal reaches the launcher only, which
+        # then closes the workers in order.
+        return subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    finally:
+        log.close()
+
+
+def worker_threads(role: str, collectors: int) -> int:
+    """Intra-op threads of a worker process on this machine.
+
+    Collectors step small batches: one thread each. The learner gets the cores the
+    collectors leave, at least one: threads that outnumber the free cores wait on each
+    other at every op's barrier. On 2 cores, one learner thread instead of two made the
+    learn task of ``pendulum_ppo_parallel`` about 15% shorter while a collector ran beside
+    it, and an update alone is no faster on two threads.
+    """
+    if role == "collector":
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) - collectors)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """SIGKILL (a stopped process dies too) and reap, bounded."""
+    if proc.poll() is None:
+        proc.kill()
+        try:
+            proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            get_logger("launcher").error(f"process {proc.pid} did not die within 5 s of SIGKILL")
+
+
+def stop_children(children: list[subprocess.Popen]) -> None:
+    """Waits for closed workers to exit, then SIGTERM, then SIGKILL; all within ~10 s."""
+    deadline = time.monotonic() + CHILD_STOP_S / 2
+    for child in children:
+        _wait(child, deadline)
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+    deadline = time.monotonic() + CHILD_STOP_S / 2
+    for child in children:
+        _wait(child, deadline)
+    for child in children:
+        _kill(child)
+
+
+def _wait(child: subprocess.Popen, deadline: float) -> None:
+    try:
+        child.wait(timeout=max(deadline - time.monotonic(), 0.0))
+    except subprocess.TimeoutExpired:
+        pass

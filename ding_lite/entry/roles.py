@@ -1,0 +1,192 @@
+"""The per-role runners: one coordinator, learner or collector per command, for runs that
+span machines sharing a filesystem (``ding-lite coordinator|learner|collector``); the
+launcher's children run :func:`run_worker` too."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ding_lite.coordinator import Coordinator
+from ding_lite.entry import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
+from ding_lite.entry.run_dir import write_result
+from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result, summary
+from ding_lite.interaction import Master, Slave, resolve_token
+from ding_lite.utils.log import get_logger, setup_console_logging
+from ding_lite.utils.stop import RunInterrupted
+from ding_lite.worker.collector.comm import FlaskFileSystemCollector
+from ding_lite.worker.learner.comm import FlaskFileSystemLearner
+
+WORKER_SWITCH_INTERVAL_S = 0.0005  # a worker's GIL switch interval (Python's default: 5 ms)
+
+
+def start_master(cfg: Any, token: str) -> Master:
+    """Serves the coordinator's side of the protocol, as the config's system section says."""
+    system = cfg.system
+    return Master(
+        token=token,
+        host=system.host,
+        port=_port(system.coordinator_port),
+        heartbeat_tolerance=system.heartbeat_tolerance,
+        task_timeout=system.task_timeout,
+        max_body_bytes=system.max_body_bytes,
+        on_register=_log_register,
+        on_worker_lost=_log_lost,
+        client_timeout=(3.05, system.http_timeout),
+    ).start()
+
+
+def _log_register(worker: Any) -> None:
+    get_logger("coordinator").info(
+        f"{worker.role} {worker.worker_id} registered at {worker.address}"
+    )
+
+
+def _log_lost(worker: Any) -> None:
+    get_logger("coordinator").warning(
+        f"{worker.role} {worker.worker_id} lost: no heartbeat for "
+        f"{time.monotonic() - worker.last_seen:.1f} s"
+    )
+
+
+def _port(value: Any) -> int:
+    return 0 if value == "auto" else int(value)
+
+
+def sigterm_as_interrupt(seen: list[str] | None = None) -> Any:
+    """Makes SIGTERM raise KeyboardInterrupt in the main thread (recording it in ``seen``);
+    returns the previous handler."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if seen:
+            return  # already stopping: a second SIGTERM must not cut the clean-up short
+        if seen is not None:
+            seen.append("SIGTERM")
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        return signal.signal(signal.SIGTERM, handler)
+    return signal.getsignal(signal.SIGTERM)
+
+
+def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> dict[str, Any]:
+    """Serves the coordinator and runs the protocol with workers that register themselves.
+
+    Without a launcher nothing is restarted: a lost worker is dropped, and a lost learner is
+    replaced by the next learner that registers within the join timeout. ``resuming``:
+    ``cfg`` comes from ``compile_parallel_config(None, resume=EXP_DIR)``.
+    """
+    from ding_lite.entry.parallel import prepare_run_dir, tidy_data
+
+    token = resolve_token(cfg.system.token)
+    run_dir = Path(cfg.exp_dir)
+    say = print if progress else (lambda *a, **k: None)
+    with prepare_run_dir(cfg, resuming):
+        start = time.perf_counter()
+        master = start_master(cfg, token)
+        tb = None
+        seen: list[str] = []
+        interrupted = False
+        try:
+            say(f"coordinator at {master.address}; waiting for workers", flush=True)
+            printer = StatusPrinter(say, 5.0, master, start)
+            tb = TbStatus(run_dir / "tb" / "coordinator")
+            coordinator = Coordinator(cfg, master, on_status=each(printer, tb))
+            previous = sigterm_as_interrupt(seen)
+            try:
+                coordinator.run(wait_workers=cfg.system.join_timeout)
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+        finally:
+            if tb is not None:
+                tb.close()
+            master.stop()
+            tidy_data(Path(cfg.system.path_data))
+        result = run_result(cfg, coordinator.status, time.perf_counter() - start)
+        write_result(result, run_dir)
+    say(summary(result))
+    if interrupted:
+        raise RunInterrupted(seen[0] if seen else "SIGINT")
+    return result
+
+
+def _preload_optimizer_imports() -> None:
+    """Imports now what torch imports when a process builds its first optimizer.
+
+    That is ``torch._dynamo``, about 2 s of CPU. A learner cannot train before it is done,
+    so doing it before registering costs the run no time; left to the first update, it
+    would run while the collectors collect and answer their first tasks.
+    """
+    try:
+        importlib.import_module("torch._dynamo")
+    except ImportError:  # a torch without it builds optimizers without it
+        pass
+
+
+def run_worker(
+    role: str,
+    *,
+    coordinator: str,
+    worker_id: str,
+    device: str | None = None,
+    host: str = "127.0.0.1",
+    advertise: str | None = None,
+    heartbeat_period: float = 1.0,
+    token: str | None = None,
+    port: int = 0,
+    master_timeout: float = 60.0,
+) -> int:
+    """Runs one learner or collector until the coordinator closes it (or SIGTERM/SIGINT).
+
+    The worker also stops when the coordinator has not answered its heartbeats for
+    ``master_timeout`` seconds, so a crashed launcher leaves no worker behind for long.
+    """
+    token = resolve_token(token)
+    worker_cls = {"learner": FlaskFileSystemLearner, "collector": FlaskFileSystemCollector}[role]
+
+    def slave(handlers: dict) -> Slave:
+        return Slave(
+            role,
+            worker_id,
+            coordinator,
+            handlers=handlers,
+            token=token,
+            host=host,
+            port=port,
+            advertise_address=advertise,
+            heartbeat_period=heartbeat_period,
+        )
+
+    setup_console_logging(logging.INFO)  # the launcher sends a worker's stderr to its log
+    # A task is handled by the HTTP threads while the training or collection thread keeps
+    # the GIL busy; at Python's default 5 ms switch interval each hand-over between them
+    # can wait that long, and a task round trip has several.
+    sys.setswitchinterval(WORKER_SWITCH_INTERVAL_S)
+    if role == "learner":
+        _preload_optimizer_imports()
+    worker = worker_cls(worker_id=worker_id, device=device, slave_factory=slave)
+    previous = sigterm_as_interrupt()
+    try:
+        worker.start()
+        while not worker.closed.wait(0.2):
+            silent = time.monotonic() - worker.slave.last_contact
+            if silent > master_timeout:
+                get_logger(role).error(
+                    f"the coordinator has not answered for {silent:.0f} s; stopping"
+                )
+                return 1
+        time.sleep(0.3)  # let the close task's result reach the coordinator
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        worker.close()
+    return 0

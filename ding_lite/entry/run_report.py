@@ -1,0 +1,173 @@
+"""What a parallel run shows while it runs and leaves behind: status lines, tensorboard
+figures of the whole run, result.json and the closing summary."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ding_lite.coordinator import RunStatus
+from ding_lite.utils.log import build_tb_logger, get_logger
+from ding_lite.utils.stats import count_outcomes
+
+STATS_WINDOW = 100  # training episodes behind the status line's and result's win rate
+
+
+class StatusPrinter:
+    """Prints one status line every ``interval`` seconds."""
+
+    def __init__(self, say: Any, interval: float, master: Any, start: float) -> None:
+        self.say, self.interval, self.master, self.start = say, interval, master, start
+        self._last = start
+
+    def __call__(self, status: RunStatus) -> None:
+        now = time.perf_counter()
+        if now - self._last < self.interval:
+            return
+        self._last = now
+        elapsed = now - self.start
+        alive = len(self.master.worker_ids())
+        eval_text = "-" if status.eval_return is None else f"{status.eval_return:.1f}"
+        outcomes = status.episode_outcomes[-STATS_WINDOW:]
+        win_text = f"win={_win_rate(outcomes):.0%} " if outcomes else ""
+        self.say(
+            f"envstep={status.envstep} SPS={status.envstep / elapsed:,.0f} "
+            f"iter={status.train_iter} policy=v{status.policy_version} "
+            f"lag={status.policy_lag:.2f} eval_return={eval_text} {win_text}"
+            f"workers_alive={alive} elapsed={elapsed:.1f}s",
+            flush=True,
+        )
+
+
+def each(*callbacks: Any) -> Any:
+    """One status callback that calls each of ``callbacks`` in turn."""
+
+    def call(status: RunStatus) -> None:
+        for callback in callbacks:
+            callback(status)
+
+    return call
+
+
+class TbStatus:
+    """Writes the run-wide figures only the coordinator sees to ``<exp_dir>/tb/coordinator``.
+
+    After every iteration, against the run's env steps: ``charts/episodic_return`` (mean
+    of the training episodes reported since the last call), ``charts/win_rate``,
+    ``charts/loss_rate`` and ``charts/draw_rate`` (last 100 training episodes, for envs that
+    report outcomes), ``charts/eval_return`` and ``charts/eval_win_rate`` (when a new
+    evaluation came in), ``charts/SPS`` and ``charts/policy_lag``. The learner's own
+    figures are in ``tb/<learner id>``.
+    """
+
+    def __init__(self, log_dir: Path) -> None:
+        self.writer = build_tb_logger(log_dir)
+        self._returns_seen = 0
+        self._eval: tuple[float | None, float | None] = (None, None)
+        self._start = time.perf_counter()
+
+    def __call__(self, status: RunStatus) -> None:
+        step, add = status.envstep, self.writer.add_scalar
+        new_returns = status.episode_returns[self._returns_seen :]
+        self._returns_seen = len(status.episode_returns)
+        if new_returns:
+            add("charts/episodic_return", statistics.fmean(new_returns), step)
+        outcomes = status.episode_outcomes[-STATS_WINDOW:]
+        if outcomes:
+            for name, rate in count_outcomes(outcomes).rates().items():
+                add(f"charts/{name}", rate, step)
+        evaluation = (status.eval_return, status.eval_win_rate)
+        if evaluation != self._eval and status.eval_return is not None:
+            add("charts/eval_return", status.eval_return, step)
+            if status.eval_win_rate is not None:
+                add("charts/eval_win_rate", status.eval_win_rate, step)
+        self._eval = evaluation
+        add("charts/SPS", step / max(time.perf_counter() - self._start, 1e-9), step)
+        add("charts/policy_lag", status.policy_lag, step)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Closes the writer, giving up after ``timeout`` seconds: a writer whose disk is
+        full can block in close() for ever, and the run must still end."""
+        closer = threading.Thread(target=self.writer.close, name="tb-close", daemon=True)
+        closer.start()
+        closer.join(timeout)
+        if closer.is_alive():
+            get_logger("coordinator").warning(
+                f"tensorboard writer did not close within {timeout:g} s; its last figures "
+                "may be missing"
+            )
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
+
+
+def _steady_sps(status: RunStatus) -> float | None:
+    """Env steps per second from the first update to the end (start-up left out)."""
+    if status.first_learn_at is None:
+        return None
+    seconds = time.perf_counter() - status.first_learn_at
+    return round((status.envstep - status.first_learn_envstep) / max(seconds, 1e-9), 1)
+
+
+def _win_rate(outcomes: list[float]) -> float | None:
+    """Share of wins among episode outcomes (+1 win, -1 loss, 0 draw); None if none."""
+    return count_outcomes(outcomes).rates()["win_rate"] if outcomes else None
+
+
+def run_result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
+    returns = status.episode_returns[-20:]
+    return {
+        "exp_name": cfg.exp_name,
+        "exp_dir": cfg.exp_dir,
+        "env": cfg.env.name,
+        "seed": cfg.seed,
+        "solved": status.solved,
+        "stop_reason": status.stop_reason,
+        "stop_detail": status.stop_detail,
+        "stop_value": cfg.evaluator.stop_value,
+        "eval_return_mean": status.eval_return,
+        "train_return_mean": statistics.fmean(returns) if returns else None,
+        "eval_win_rate": status.eval_win_rate,
+        "train_win_rate": _win_rate(status.episode_outcomes[-STATS_WINDOW:]),
+        "envstep": status.envstep,
+        "train_iter": status.train_iter,
+        "policy_version": status.policy_version,
+        "dropped": status.dropped,
+        "ledger": dict(status.ledger),
+        "skipped_steps": status.skipped_steps,
+        "restarts": status.restarts,
+        "failed_tasks": status.failed_tasks,
+        "wall_s": round(wall, 3),
+        "sps": round(status.envstep / max(wall, 1e-9), 1),
+        "steady_sps": _steady_sps(status),
+        "control_p50_s": _percentile(status.control_latency_s, 0.5),
+        "control_p99_s": _percentile(status.control_latency_s, 0.99),
+        "policy_sync_p50_s": _percentile(status.sync_latency_s, 0.5),
+        "policy_sync_p99_s": _percentile(status.sync_latency_s, 0.99),
+        "collectors": cfg.system.collectors,
+        "learners": cfg.system.learners,
+    }
+
+
+def summary(result: dict[str, Any]) -> str:
+    """The closing lines: the outcome, then the ledger of every rollout."""
+    state = "solved" if result["solved"] else f"not solved ({result['stop_reason']})"
+    ev, win = result["eval_return_mean"], result["eval_win_rate"]
+    win_text = "" if win is None else f" (win rate {win:.1%})"
+    restarts = f", {result['restarts']} restart(s)" if result.get("restarts") else ""
+    line = (
+        f"{state}: eval return {'-' if ev is None else f'{ev:.2f}'}{win_text}, "
+        f"{result['envstep']} env steps, {result['train_iter']} iterations, "
+        f"{result['wall_s']:.1f} s ({result['sps']:,.0f} SPS){restarts}"
+    )
+    ledger = result.get("ledger") or {}
+    if ledger:
+        line += "\nrollouts: " + ", ".join(f"{k} {v}" for k, v in ledger.items())
+    return line

@@ -1,0 +1,179 @@
+"""How a learner takes the rollout files a learn task names: checked, read, validated, sorted.
+
+Nothing in a task is trusted, even from a token holder. Every named path must resolve inside
+``path_data`` before any file is touched (else the whole task is refused). Each file is then
+read (``weights_only``) and validated against the run's :class:`RolloutSpec`, and only then
+deleted; every named file ends in exactly one outcome, which the learn info reports so the
+coordinator's ledger can account for it.
+"""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ding_lite.data.files import read_rollout, reject_file
+from ding_lite.data.spec import RolloutSpec, validate_rollout
+from ding_lite.utils.paths import UnsafePathError, parse_rollout_path, resolve_inside
+from ding_lite.utils.stop import DISK_FULL, LEARNER_FAILED
+
+#: Outcomes of a file named in a learn task (each file gets exactly one).
+LEARN_OUTCOMES = ("trained", "dropped_stale", "dropped_invalid", "dropped_rollback")
+
+
+@dataclass
+class Intake:
+    """The files of one learn task, sorted by outcome, and the batches to train on."""
+
+    outcome: dict[str, list[str]] = field(
+        default_factory=lambda: {name: [] for name in LEARN_OUTCOMES}
+    )
+    batches: list[dict[str, torch.Tensor]] = field(default_factory=list)
+    lags: list[int] = field(default_factory=list)
+
+    @property
+    def dropped(self) -> int:
+        """Files dropped for any reason."""
+        return sum(len(v) for k, v in self.outcome.items() if k.startswith("dropped_"))
+
+    def training_failed(self) -> None:
+        """The iteration on ``batches`` did not complete: the files it consumed are lost
+        with it, as if rolled back (the learner resumes from a checkpoint)."""
+        self.outcome["dropped_rollback"].extend(self.outcome["trained"])
+        self.outcome["trained"] = []
+        self.batches, self.lags = [], []
+
+
+def task_paths(files: Any, root: str | Path, key: str = "files") -> list[tuple[str, Path]]:
+    """Checks every path a task names before anything is touched.
+
+    Args:
+        files: the task's list of rollout-file metadata dicts (``{"path": ...}``) or paths.
+        root: the folder they must lie in (``path_data``).
+        key: the task field, for the error message.
+
+    Returns:
+        ``(path as given, resolved path)`` per distinct file, in the task's order.
+
+    Raises:
+        UnsafePathError: ``files`` is not a list, or any path is not inside ``root``.
+    """
+    if not isinstance(files, list):
+        raise UnsafePathError(f"field '{key}' must be a list of rollout files")
+    seen: set[Path] = set()
+    named = []
+    for item in files:
+        given = item.get("path") if isinstance(item, dict) else item
+        resolved = resolve_inside(given, root)
+        if resolved not in seen:
+            seen.add(resolved)
+            named.append((str(given), resolved))
+    return named
+
+
+def take_rollouts(
+    named: list[tuple[str, Path]],
+    *,
+    spec: RolloutSpec,
+    version: int,
+    max_lag: int,
+    rejected_dir: Path,
+    logger: Any,
+) -> Intake:
+    """Reads, validates and deletes the named files; sorts each into one outcome.
+
+    - gone, not a regular file, unreadable or not matching ``spec``: ``dropped_invalid``
+      (an existing file is moved to ``rejected_dir``, outside ``path_data``);
+    - collected by a policy newer than ``version`` (rolled back): ``dropped_rollback``;
+    - more than ``max_lag`` versions old: ``dropped_stale``;
+    - else ``trained``: its tensors go into ``batches``.
+
+    Never raises for a bad file.
+    """
+    intake = Intake()
+    for given, path in named:
+        content = _read_valid(given, path, spec, rejected_dir, logger)
+        if content is None:
+            intake.outcome["dropped_invalid"].append(given)
+            continue
+        _delete(path, logger)
+        lag = version - int(content["policy_version"])
+        if lag < 0:
+            intake.outcome["dropped_rollback"].append(given)
+        elif lag > max_lag:
+            intake.outcome["dropped_stale"].append(given)
+        else:
+            intake.outcome["trained"].append(given)
+            intake.batches.append(content["data"])
+            intake.lags.append(lag)
+    return intake
+
+
+def delete_files(named: list[tuple[str, Path]], logger: Any) -> list[str]:
+    """Deletes the named files (already checked with :func:`task_paths`); returns them."""
+    for _, path in named:
+        if path.is_file():
+            _delete(path, logger)
+    return [given for given, _ in named]
+
+
+def _read_valid(
+    given: str, path: Path, spec: RolloutSpec, rejected_dir: Path, logger: Any
+) -> dict[str, Any] | None:
+    """The file's content when it is a valid rollout; else None (moved aside if it exists)."""
+    if not path.is_file():
+        logger.warning(f"rollout {given} is gone or not a file; dropped as invalid")
+        return None
+    meta = parse_rollout_path(path)
+    try:
+        if meta is None:
+            raise ValueError(f"{given} is not named like a rollout file")
+        content = read_rollout(path)
+        validate_rollout(
+            content, spec, meta["size"], path=given, expected_version=meta["policy_version"]
+        )
+        return content
+    except Exception as err:  # any bad file is dropped, never fatal to the learner
+        where = reject_file(path, rejected_dir)
+        logger.warning(f"{one_line(err)}; moved to {where}" if where else one_line(err))
+        return None
+
+
+def _delete(path: Path, logger: Any) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as err:
+        logger.warning(f"could not delete consumed rollout {path}: {err}")
+
+
+def one_line(err: BaseException) -> str:
+    """``"ExcType: first line of the message"``."""
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether ``err`` (or an error it was raised from) is a full disk (ENOSPC)."""
+    try:  # added to utils/errors.py by the disk-full work; older trees lack it
+        from ding_lite.utils.errors import DiskFullError
+    except ImportError:
+        DiskFullError = ()  # noqa: N806 - isinstance(x, ()) is always False
+    seen = 0
+    current: BaseException | None = err
+    while current is not None and seen < 16:
+        if isinstance(current, DiskFullError):
+            return True
+        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
+            return True
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return False
+
+
+def failure_of(err: BaseException) -> tuple[str, str]:
+    """``(stop_reason, one-line error)`` of the exception that ended a training thread."""
+    return (DISK_FULL if is_disk_full(err) else LEARNER_FAILED), one_line(err)

@@ -1,0 +1,88 @@
+"""The rollout queue and its ledger: every file ends in exactly one outcome."""
+
+import os
+
+from ding_lite.coordinator.ledger import OUTCOMES, RolloutQueue
+from ding_lite.utils.paths import rollout_name
+
+
+def _write(path_data, collector, seq, version, samples=8):
+    path = path_data / collector / rollout_name(seq, version, samples)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x")
+    return str(path)
+
+
+def balanced(ledger):
+    return ledger["written"] == sum(ledger[k] for k in OUTCOMES)
+
+
+def test_reported_and_scanned_files_count_once(tmp_path):
+    data = tmp_path / "data"
+    a = _write(data, "collector0", 0, 1)
+    queue = RolloutQueue(data)
+    assert queue.offer(a) and not queue.offer(a)
+    b = _write(data, "collector1", 0, 1)  # a file nobody reported (its data task was lost)
+    assert queue.adopt() == 1 and queue.adopt() == 0
+    assert queue.offer(b) is False  # reported late: already adopted
+    assert queue.samples == 16 and queue.counts["written"] == 2
+
+
+def test_refuses_paths_outside_path_data_and_odd_names(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    refused = []
+    queue = RolloutQueue(data, on_reject=lambda p, why: refused.append(why))
+    outside = tmp_path / "collector0" / rollout_name(0, 0, 8)
+    outside.parent.mkdir()
+    outside.write_bytes(b"x")
+    odd = data / "collector0" / "notes.pt"
+    odd.parent.mkdir()
+    odd.write_bytes(b"x")
+    for path in (str(outside), str(data / ".." / "collector0" / outside.name), str(odd), 42):
+        assert not queue.offer(path)
+    assert queue.offer(str(data / "collector0" / rollout_name(5, 0, 8))) is False  # no file
+    assert len(refused) == 5 and queue.counts["written"] == 0
+    assert outside.exists() and odd.exists()  # nothing touched
+
+
+def test_take_prefers_fresh_rollouts_and_hands_stale_ones_along(tmp_path):
+    data = tmp_path / "data"
+    old = _write(data, "c", 0, 1)
+    new = [_write(data, "c", i, 5) for i in (1, 2, 3)]
+    queue = RolloutQueue(data)
+    queue.adopt()
+    handed = [m["path"] for m in queue.take(demand=16, min_version=3)]
+    # two fresh files make the 16 samples; the stale one rides along for the learner to drop
+    assert old in handed and len(set(handed) & set(new)) == 2 and len(handed) == 3
+    assert queue.samples == 8
+
+
+def test_settle_books_each_outcome_and_gives_back_the_unnamed(tmp_path):
+    data = tmp_path / "data"
+    paths = [_write(data, "c", i, 2) for i in range(4)]
+    queue = RolloutQueue(data)
+    queue.adopt()
+    queue.take(demand=10**6, min_version=0)
+    os.unlink(paths[0])  # the learner consumed the trained one
+    os.unlink(paths[1])
+    queue.settle({"trained": [paths[0]], "dropped_stale": [paths[1]]})
+    # paths[2] and [3] were not named and still exist: back in the queue
+    assert queue.counts["trained"] == 1 and queue.counts["dropped_stale"] == 1
+    assert queue.samples == 16
+    queue.discard_rest()
+    ledger = queue.ledger()
+    assert ledger["dropped_run_end"] == 2 and ledger["left_in_path_data"] == 0 and balanced(ledger)
+
+
+def test_give_back_after_a_lost_learner(tmp_path):
+    data = tmp_path / "data"
+    paths = [_write(data, "c", i, 2) for i in range(3)]
+    queue = RolloutQueue(data)
+    queue.adopt()
+    queue.take(demand=10**6, min_version=0)
+    os.unlink(paths[0])  # read by the learner that died: its iteration is lost
+    queue.give_back()
+    assert queue.counts["dropped_rollback"] == 1 and queue.samples == 16
+    queue.discard_rest()
+    assert balanced(queue.ledger()) and not any(os.path.exists(p) for p in paths)

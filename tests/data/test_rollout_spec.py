@@ -1,0 +1,98 @@
+"""Rollout specs: derived from a probe env, matching what a collector writes, and every way
+a file can differ from them."""
+
+import pytest
+import torch
+
+from ding_lite.config import compile_config
+from ding_lite.data import InvalidRolloutError, probe_rollout_spec, rollout_spec, validate_rollout
+from ding_lite.envs.from_config import build_env
+from ding_lite.policy import create_policy
+from ding_lite.utils.errors import DingLiteError
+from ding_lite.worker.collector import SerialCollector
+
+CARTPOLE = rollout_spec((4,), (), torch.int64)
+
+
+def content(n=8, version=3, **changes):
+    data = {
+        "obs": torch.randn(n, 4),
+        "action": torch.randint(0, 2, (n,)),
+        "logp": torch.randn(n),
+        "value": torch.randn(n),
+        "adv": torch.randn(n),
+        "ret": torch.randn(n),
+    }
+    for key, value in changes.items():
+        if value is None:
+            del data[key]
+        else:
+            data[key] = value
+    return {"format": "ding_lite.rollout.v1", "policy_version": version, "data": data}
+
+
+@pytest.mark.parametrize("experiment", ["cartpole_ppo", "pendulum_ppo", "aircombat_ppo"])
+def test_the_probed_spec_is_what_a_collector_writes(experiment):
+    cfg = compile_config(experiment, ["env.num_envs=3", "policy.collect.n_steps=5"])
+    probe = build_env(cfg, 1, "cpu", 0)
+    policy = create_policy(
+        cfg.policy, obs_shape=probe.obs_shape, action_space=probe.action_space, device="cpu"
+    )
+    rng = torch.get_rng_state()
+    spec = probe_rollout_spec(probe, policy.collect_mode)
+    assert torch.equal(torch.get_rng_state(), rng)  # probing changes no run
+    env = build_env(cfg, 3, "cpu", 1)
+    collector = SerialCollector(
+        env,
+        policy.collect_mode,
+        n_steps=5,
+        gamma=0.99,
+        gae_lambda=0.95,
+        adv_estimator=policy.adv_estimator,
+    )
+    rollout = {"policy_version": 0, "data": collector.collect()}
+    validate_rollout(rollout, spec, 15, path="x.pt", expected_version=0)
+    assert set(spec.fields) == set(rollout["data"])
+
+
+def test_a_valid_rollout_passes():
+    validate_rollout(content(), CARTPOLE, 8, path="a.pt", expected_version=3)
+    validate_rollout(content(), CARTPOLE, 8)  # the version is checked only when asked
+
+
+@pytest.mark.parametrize(
+    "changes,size,problem",
+    [
+        ({"adv": None}, 8, "missing key 'adv'"),
+        ({"reward": torch.zeros(8)}, 8, "unexpected key 'reward'"),
+        ({"obs": torch.randn(8, 5)}, 8, r"'obs' has shape \(8, 5\), expected \(samples, 4\)"),
+        ({"obs": torch.randn(8)}, 8, "'obs' has shape"),
+        ({"action": torch.zeros(8, 1, dtype=torch.long)}, 8, r"expected \(samples\)"),
+        ({"obs": torch.randn(8, 4, dtype=torch.float64)}, 8, "'obs' has dtype torch.float64"),
+        ({"action": torch.zeros(8)}, 8, "'action' has dtype torch.float32, expected torch.int64"),
+        ({"value": torch.zeros(7)}, 8, "inconsistent lengths: 'obs' has 8 samples, 'value' 7"),
+        ({}, 16, "holds 8 samples, its name says 16"),
+        ({"ret": torch.tensor([0.0] * 7 + [float("nan")])}, 8, "'ret' holds non-finite values"),
+        ({"obs": torch.full((8, 4), float("inf"))}, 8, "'obs' holds non-finite"),
+        ({"logp": [0.0] * 8}, 8, "'logp' is not a dense tensor"),
+        ({"logp": torch.zeros(8).to_sparse()}, 8, "'logp' is not a dense tensor"),
+    ],
+)
+def test_every_mismatch_is_named_in_one_line(changes, size, problem):
+    with pytest.raises(InvalidRolloutError, match=problem) as info:
+        validate_rollout(content(**changes), CARTPOLE, size, path="data/c0/f.pt")
+    message = str(info.value)
+    assert message.startswith("invalid rollout data/c0/f.pt: ") and "\n" not in message
+    assert isinstance(info.value, DingLiteError)
+
+
+def test_the_version_must_match_the_name():
+    with pytest.raises(InvalidRolloutError, match="holds policy version 3, its name says 4"):
+        validate_rollout(content(), CARTPOLE, 8, expected_version=4)
+    with pytest.raises(InvalidRolloutError, match="policy_version is str"):
+        validate_rollout(content(version="3"), CARTPOLE, 8, expected_version=3)
+
+
+def test_data_that_is_no_dict_is_invalid():
+    with pytest.raises(InvalidRolloutError, match="not a dict of tensors"):
+        validate_rollout({"data": [1, 2]}, CARTPOLE, 2)

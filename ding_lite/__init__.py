@@ -27,7 +27,20 @@ _EXPORTS = {
     "serial_pipeline": "ding_lite.entry.serial",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BaseLearner",
+    "Evaluator",
+    "Hook",
+    "LearnerHook",
+    "PPOPolicy",
+    "SerialCollector",
+    "compile_config",
+    "create_env",
+    "get_config",
+    "parallel_pipeline",
+    "register_learner_hook",
+    "serial_pipeline",
+]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
     from ding_lite.config import compile_config, get_config

@@ -27,7 +27,23 @@ _EXPORTS = {
     "suggest": "ding_lite.utils.registry",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CheckpointError",
+    "ConfigError",
+    "DingLiteError",
+    "PhaseTimer",
+    "Registry",
+    "atomic_torch_save",
+    "atomic_write_json",
+    "atomic_write_text",
+    "build_tb_logger",
+    "get_logger",
+    "get_rng_state",
+    "safe_torch_load",
+    "set_rng_state",
+    "set_seed",
+    "suggest",
+]
 
 if TYPE_CHECKING:
     from ding_lite.utils.errors import CheckpointError, ConfigError, DingLiteError

@@ -20,6 +20,9 @@ setup(
         "pyyaml",
         "flask",
         "requests",
+        # Production WSGI server for the coordinator and workers: connection limits and
+        # timeouts for idle and half-sent requests (werkzeug's dev server has neither).
+        "waitress>=3",
     ],
     extras_require={
         "gym": ["gymnasium>=1.0"],

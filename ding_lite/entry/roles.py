@@ -177,6 +177,9 @@ def run_worker(
     try:
         worker.start()
         while not worker.closed.wait(0.2):
+            if worker.slave.evicted:  # another process holds this id now: leave it to it
+                get_logger(role).error(f"stopping: {worker.slave.evicted}")
+                return 1
             silent = time.monotonic() - worker.slave.last_contact
             if silent > master_timeout:
                 get_logger(role).error(

@@ -6,6 +6,11 @@ master's ``/master/task_result``. :meth:`Master.send_task` waits between the two
 with a deadline. It never raises for a remote condition: an undeliverable task, a timeout, an
 unknown or lost worker all come back as a failed :class:`TaskResult` that the caller can hand
 to another worker.
+
+A worker id belongs to one worker at a time: a registration of an id that a live worker holds
+at another address gets 409 and changes nothing, so a second process started with the same
+``--worker-id`` cannot silently take the first one's place. Only an id silent for longer than
+the heartbeat tolerance may be taken over.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from ding_lite.interaction.protocol import (
     TaskResult,
     WorkerInfo,
     check_id,
+    check_worker_id,
 )
 from ding_lite.interaction.registry import WorkerRegistry
 from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError, Service
@@ -65,8 +71,10 @@ class Master(Service):
         max_body_bytes: larger request bodies get 413.
         on_register: called with the :class:`WorkerInfo` on every registration (re-registration
             included), from the master's event thread, never from a request thread.
-        on_worker_lost: called with the dropped worker's info when its heartbeats stop (not on
-            deregistration), from the same event thread.
+        on_worker_lost: called with the dropped worker's info when its heartbeats stop, or when
+            a registration from elsewhere takes over its id after it fell silent (not on
+            deregistration), from the same event thread, before that registration's
+            ``on_register``.
         client_timeout: default timeout of calls to workers, seconds or ``(connect, read)``.
         client_retries: retries of calls to workers that could not connect.
     """
@@ -270,30 +278,47 @@ class Master(Service):
     # -------------------------------------------------------------------- routes
     def _handle_register(self, body: dict[str, Any]) -> dict[str, Any]:
         worker_id, role, address = body["worker_id"], body["role"], body["address"]
-        check_id("worker_id", worker_id)
+        check_worker_id("worker_id", worker_id)
         if role not in ROLES:
             raise ApiError(Code.BAD_REQUEST, f"field 'role' must be one of {ROLES}, got {role!r}")
         try:
             base_url(address)
         except ConfigError as e:
             raise ApiError(Code.BAD_REQUEST, f"field 'address': {e}") from None
-        info = self._registry.register(worker_id, role, address)
+        try:
+            info, replaced = self._registry.register(worker_id, role, address)
+        except ApiError as e:
+            if e.code == Code.CONFLICT:
+                logger.warning("refused registration of '%s' from %s: %s", worker_id, address, e)
+            raise
+        if replaced is not None:
+            logger.warning(
+                "worker '%s' lost: silent for %.1f s, its id taken over from %s",
+                worker_id,
+                time.monotonic() - replaced.last_seen,
+                address,
+            )
+            if self._on_worker_lost is not None:
+                self._events.put((self._on_worker_lost, replaced))
         logger.info("worker '%s' (%s) registered at %s", worker_id, role, address)
         if self._on_register is not None:
             self._events.put((self._on_register, info))
         return {"worker_id": worker_id, "heartbeat_tolerance": self.heartbeat_tolerance}
 
     def _handle_heartbeat(self, body: dict[str, Any]) -> dict[str, Any]:
-        self._registry.heartbeat(body["worker_id"])
-        return {}
+        check_worker_id("worker_id", body["worker_id"])
+        return {"address": self._registry.heartbeat(body["worker_id"])}
 
     def _handle_task_result(self, body: dict[str, Any]) -> dict[str, Any]:
+        check_worker_id("worker_id", body["worker_id"])
+        check_id("task_id", body["task_id"])
         self._registry.submit_result(
             body["task_id"], body["worker_id"], body["success"], body["result"], body["error"]
         )
         return {}
 
     def _handle_deregister(self, body: dict[str, Any]) -> dict[str, Any]:
+        check_worker_id("worker_id", body["worker_id"])
         self._registry.deregister(body["worker_id"], "worker deregistered")
         logger.info("worker '%s' deregistered", body["worker_id"])
         return {}

@@ -35,20 +35,46 @@ PING_SCHEMA: dict[str, type] = {}
 _ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
 ID_RULE = "1-128 characters from letters, digits and _ . : @ -"
 
+# A worker id names a folder (``<path_data>/<worker id>/``), so it must be one plain path
+# component: no separator, no ``.`` or ``..``, nothing a filesystem treats specially.
+_WORKER_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+WORKER_ID_RULE = "1-64 characters from letters, digits and . _ - (and not '.' or '..')"
+
 
 def is_valid_id(value: str) -> bool:
-    """Whether ``value`` is a usable worker id, task id or task name (see :data:`ID_RULE`)."""
-    return _ID_RE.fullmatch(value) is not None
+    """Whether ``value`` is a usable task id or task name (see :data:`ID_RULE`)."""
+    return isinstance(value, str) and _ID_RE.fullmatch(value) is not None
 
 
 def check_id(field_name: str, value: str) -> None:
-    """Rejects an id that would be awkward in logs and paths.
+    """Rejects a task id or task name that would be awkward in logs.
 
     Raises:
         ApiError: (400) naming the field.
     """
     if not is_valid_id(value):
         raise ApiError(Code.BAD_REQUEST, f"field '{field_name}' must be {ID_RULE}, got {value!r}")
+
+
+def is_valid_worker_id(value: str) -> bool:
+    """Whether ``value`` may be a worker id (see :data:`WORKER_ID_RULE`)."""
+    return (
+        isinstance(value, str)
+        and _WORKER_ID_RE.fullmatch(value) is not None
+        and value not in (".", "..")
+    )
+
+
+def check_worker_id(field_name: str, value: str) -> None:
+    """Rejects a worker id that could not safely name the worker's data folder.
+
+    Raises:
+        ApiError: (400) naming the field and the rule.
+    """
+    if not is_valid_worker_id(value):
+        raise ApiError(
+            Code.BAD_REQUEST, f"field '{field_name}' must be {WORKER_ID_RULE}, got {value!r}"
+        )
 
 
 @dataclass(frozen=True)

@@ -72,32 +72,62 @@ class WorkerRegistry:
         return WorkerInfo(worker.worker_id, worker.role, worker.address, worker.last_seen, alive)
 
     # ------------------------------------------------------------------ workers
-    def register(self, worker_id: str, role: str, address: str) -> WorkerInfo:
-        """Adds a worker, or refreshes one (a new address replaces the old one).
+    def register(
+        self, worker_id: str, role: str, address: str
+    ) -> tuple[WorkerInfo, WorkerInfo | None]:
+        """Adds a worker, refreshes it, or lets a new process take over a silent id.
+
+        - an unknown id is added;
+        - the same id, role and address is refreshed, live or not (the same worker again,
+          e.g. one that was told 404 on a heartbeat); its pending tasks stand;
+        - an id held by a live worker (within the tolerance) at another address or with
+          another role gets 409, and nothing changes, not even the holder's ``last_seen``;
+        - an id silent for longer than the tolerance is taken over: the old holder is
+          dropped as if lost (its pending tasks fail with "worker lost") and returned.
+
+        Returns:
+            ``(info, replaced)``: the registered worker, and the silent worker it replaced
+            (None when it was added or refreshed).
 
         Raises:
-            ApiError: (409) the id is registered with another role.
+            ApiError: (409) the id is held by a live worker elsewhere or with another role.
         """
         now = time.monotonic()
-        stale: HttpClient | None = None
+        replaced: tuple[_Worker, list[PendingTask]] | None = None
         with self._lock:
             worker = self._workers.get(worker_id)
-            if worker is not None and worker.role != role:
-                raise ApiError(
-                    Code.CONFLICT, f"worker '{worker_id}' is already registered as a {worker.role}"
-                )
-            if worker is None or worker.address != address:
-                stale = worker.client if worker is not None else None
+            if worker is not None and (worker.address, worker.role) != (address, role):
+                if now - worker.last_seen > self.heartbeat_tolerance:
+                    replaced = self._pop_worker_locked(worker_id)
+                    worker = None
+                elif worker.address != address:
+                    raise ApiError(
+                        Code.CONFLICT,
+                        f"worker id '{worker_id}' is in use by a live {worker.role} at "
+                        f"{worker.address}; pick another --worker-id",
+                    )
+                else:
+                    raise ApiError(
+                        Code.CONFLICT,
+                        f"worker '{worker_id}' is already registered as a {worker.role}",
+                    )
+            if worker is None:
                 worker = _Worker(worker_id, role, address, self._make_client(address), now)
                 self._workers[worker_id] = worker
             worker.last_seen = now
             info = self._info(worker, now)
-        if stale is not None:
-            stale.close()
-        return info
+        if replaced is None:
+            return info, None
+        old, orphans = replaced
+        self._fail(old, orphans, "worker lost")
+        return info, self._info(old, now)
 
-    def heartbeat(self, worker_id: str) -> None:
+    def heartbeat(self, worker_id: str) -> str:
         """Marks a worker as seen now.
+
+        Returns:
+            The address the id is registered at, so a worker can tell when another process
+            has taken its id over.
 
         Raises:
             ApiError: (404) unknown worker: it must register (again).
@@ -109,6 +139,7 @@ class WorkerRegistry:
                     Code.NOT_FOUND, f"unknown worker '{worker_id}'; register before heartbeats"
                 )
             worker.last_seen = time.monotonic()
+            return worker.address
 
     def deregister(self, worker_id: str, reason: str) -> None:
         """Removes a worker; its pending tasks fail with ``reason``.

@@ -21,7 +21,6 @@ from ding_lite.interaction.envelope import (
     RemoteUnreachable,
 )
 from ding_lite.interaction.protocol import (
-    ID_RULE,
     MASTER_DEREGISTER,
     MASTER_HEARTBEAT,
     MASTER_REGISTER,
@@ -31,8 +30,9 @@ from ding_lite.interaction.protocol import (
     SLAVE_PING,
     SLAVE_TASK,
     TASK_SCHEMA,
+    WORKER_ID_RULE,
     check_id,
-    is_valid_id,
+    is_valid_worker_id,
 )
 from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError, Service
 from ding_lite.utils.errors import ConfigError, DingLiteError
@@ -67,7 +67,8 @@ class Slave(Service):
 
     Args:
         role: ``"learner"`` or ``"collector"``.
-        worker_id: this worker's unique id (see ``protocol.ID_RULE``).
+        worker_id: this worker's unique id (see ``protocol.WORKER_ID_RULE``); while a live
+            worker holds it at another address, the master refuses it with 409.
         master_address: the master's ``host:port``.
         handlers: task name -> handler; other names are refused with 400.
         token: shared token; None reads ``DING_LITE_TOKEN``.
@@ -101,8 +102,8 @@ class Slave(Service):
     ) -> None:
         if role not in ROLES:
             raise ConfigError(f"unknown role '{role}'; known: {', '.join(ROLES)}")
-        if not is_valid_id(worker_id):
-            raise ConfigError(f"worker_id must be {ID_RULE}, got {worker_id!r}")
+        if not is_valid_worker_id(worker_id):
+            raise ConfigError(f"worker id must be {WORKER_ID_RULE}, got {worker_id!r}")
         if not handlers or not all(callable(h) for h in handlers.values()):
             raise ConfigError("handlers must map at least one task name to a callable")
         if heartbeat_period <= 0 or register_timeout <= 0:
@@ -128,6 +129,10 @@ class Slave(Service):
         self._heartbeat_thread: threading.Thread | None = None
         #: ``time.monotonic()`` of the last registration or heartbeat the master answered.
         self.last_contact = time.monotonic()
+        #: Why the master refused this worker after it had started (another process took
+        #: over its id while it was silent), or None. Heartbeats stop once it is set, so
+        #: :attr:`last_contact` stops advancing; the owner of the slave should then stop it.
+        self.evicted: str | None = None
         self._worker_thread: threading.Thread | None = None
         json_route(self.app, SLAVE_TASK, TASK_SCHEMA)(self._handle_task)
         json_route(self.app, SLAVE_PING, PING_SCHEMA)(self._handle_ping)
@@ -146,8 +151,9 @@ class Slave(Service):
         """Serves, starts the task thread, registers with the master, starts heartbeats.
 
         Raises:
-            RegistrationError: the master refused the registration (e.g. another token), or
-                did not answer within ``register_timeout``; everything started is stopped.
+            RegistrationError: the master refused the registration (another token, or the
+                id is in use by a live worker elsewhere: 409), or did not answer within
+                ``register_timeout``; everything started is stopped.
             ServerError: already started, stopped before, or the port cannot be bound.
         """
         if self._stopping.is_set():
@@ -173,7 +179,8 @@ class Slave(Service):
         Args:
             timeout: total seconds to wait for the slave's threads.
             deregister: tell the master this worker is leaving (best effort, short timeout);
-                False leaves the master to notice the missing heartbeats.
+                False leaves the master to notice the missing heartbeats. An evicted worker
+                never deregisters (its id is another process's now).
         """
         deadline = time.monotonic() + timeout
         self._stopping.set()
@@ -184,7 +191,8 @@ class Slave(Service):
                 thread.join(max(0.0, deadline - time.monotonic()))
                 if thread.is_alive():
                     logger.warning("thread %s still running after slave.stop()", thread.name)
-        if deregister and self._registered:
+        # An evicted worker's id belongs to another process now: leave it registered.
+        if deregister and self._registered and self.evicted is None:
             try:
                 self._client.post(
                     MASTER_DEREGISTER, {"worker_id": self.worker_id}, timeout=_DEREGISTER_TIMEOUT
@@ -223,7 +231,7 @@ class Slave(Service):
                     hint = "; give the master and every worker the same token"
                 raise RegistrationError(
                     f"master at {self._client.base_url} refused {self.role} "
-                    f"'{self.worker_id}': {e.message}{hint}"
+                    f"'{self.worker_id}': {self._master_says(e)}{hint}"
                 ) from e
             if time.monotonic() + delay >= deadline or self._stopping.is_set():
                 raise RegistrationError(
@@ -233,6 +241,17 @@ class Slave(Service):
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
 
+    def _master_says(self, error: RemoteError) -> str:
+        # The client prefixes the master's message with the request; the user needs only
+        # the message.
+        return error.message.removeprefix(f"POST {self._client.base_url}{MASTER_REGISTER}: ")
+
+    def _evict(self, reason: str) -> None:
+        # One line, then silence: no more heartbeats, so ``last_contact`` stops advancing and
+        # a loop watching it (``run_worker``'s master timeout) ends the process.
+        self.evicted = reason
+        logger.error("%s '%s' stops its heartbeats: %s", self.role, self.worker_id, reason)
+
     def _heartbeat(self) -> None:
         failing = False
         # A heartbeat stuck for long is as good as lost, and must not hold up stop().
@@ -240,15 +259,34 @@ class Slave(Service):
         while not self._stopping.wait(self.heartbeat_period):
             try:
                 try:
-                    self._client.post(
+                    answer = self._client.post(
                         MASTER_HEARTBEAT, {"worker_id": self.worker_id}, timeout=beat_timeout
                     )
+                    holder = answer.get("address", self.address)
+                    if holder != self.address:
+                        # We were silent, another process took our id over, and this beat
+                        # reached its entry: the id is no longer ours.
+                        self._evict(
+                            f"worker id '{self.worker_id}' is in use by a live {self.role} at "
+                            f"{holder}; pick another --worker-id"
+                        )
+                        return
                 except RemoteError as e:
                     if e.code != Code.NOT_FOUND:
                         raise
                     # The master forgot us (restart, or we were declared lost): come back.
                     logger.warning("master does not know '%s'; registering again", self.worker_id)
-                    self._client.post(MASTER_REGISTER, self._register_body(), timeout=beat_timeout)
+                    try:
+                        self._client.post(
+                            MASTER_REGISTER, self._register_body(), timeout=beat_timeout
+                        )
+                    except RemoteError as refused:
+                        if refused.code != Code.CONFLICT:
+                            raise
+                        # Another live process holds our id now. Taking it back would steal
+                        # its tasks, so this worker bows out.
+                        self._evict(self._master_says(refused))
+                        return
                 self.last_contact = time.monotonic()
                 if failing:
                     logger.info("heartbeats of '%s' reach the master again", self.worker_id)

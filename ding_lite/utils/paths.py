@@ -82,7 +82,7 @@ def is_inside(path: str | os.PathLike, root: str | os.PathLike) -> bool:
 def is_worker_id(name: str) -> bool:
     """Whether ``name`` may name a worker and its data folder (``[A-Za-z0-9._-]{1,64}``,
     not ``.`` or ``..``)."""
-    return isinstance(name, str) and bool(_WORKER_ID_RE.match(name)) and name not in {".", ".."}
+    return isinstance(name, str) and bool(_WORKER_ID_RE.fullmatch(name)) and name not in {".", ".."}
 
 
 def rollout_name(seq: int, policy_version: int, samples: int) -> str:
@@ -107,7 +107,7 @@ def parse_rollout_path(path: str | os.PathLike) -> RolloutMeta | None:
         and any other name (or a folder that is not a valid worker id).
     """
     p = Path(path)
-    m = _ROLLOUT_RE.match(p.name)
+    m = _ROLLOUT_RE.fullmatch(p.name)
     if m is None or not is_worker_id(p.parent.name):
         return None
     return RolloutMeta(

@@ -212,14 +212,16 @@ def test_register_checks_values(body: dict, status: int, fragment: str) -> None:
     assert master.workers() == []
 
 
-def test_register_again_updates_address_but_not_role() -> None:
+def test_register_again_from_the_same_address_refreshes_but_keeps_the_role() -> None:
     master = new_master()
     register(master, "c0", "127.0.0.1:9")
-    register(master, "c0", "127.0.0.1:10")
+    first_seen = master.workers()[0].last_seen
+    register(master, "c0", "127.0.0.1:9")
     assert [(w.worker_id, w.address, w.alive) for w in master.workers()] == [
-        ("c0", "127.0.0.1:10", True)
+        ("c0", "127.0.0.1:9", True)
     ]
-    body = {"worker_id": "c0", "role": "learner", "address": "127.0.0.1:10"}
+    assert master.workers()[0].last_seen > first_seen
+    body = {"worker_id": "c0", "role": "learner", "address": "127.0.0.1:9"}
     status, envelope = call(master.app, "/master/register", body)
     assert status == 409 and "registered as a collector" in envelope["message"]
     assert master.workers()[0].role == "collector"

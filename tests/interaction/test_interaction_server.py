@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import resource
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -10,9 +12,10 @@ from typing import Any
 
 import pytest
 import requests
-from interaction_helpers import TOKEN, our_threads, port_is_free, wait_for
+from interaction_helpers import TOKEN, our_threads, port_is_free
 
 from ding_lite.interaction import HttpServer, ServerError, json_route, make_app
+from ding_lite.interaction.server import OPEN_FILES_TARGET
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -20,7 +23,7 @@ MAX_BODY = 1024
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 
 
-def build_app(release: threading.Event) -> Any:
+def build_app(release: threading.Event, entered: threading.Event | None = None) -> Any:
     app = make_app("test", TOKEN, MAX_BODY)
 
     @json_route(app, "/echo", {"text": str})
@@ -37,6 +40,8 @@ def build_app(release: threading.Event) -> Any:
 
     @json_route(app, "/slow", {})
     def slow(body: dict[str, Any]) -> dict[str, Any]:
+        if entered is not None:
+            entered.set()
         release.wait(5)
         return {"done": True}
 
@@ -139,15 +144,15 @@ def test_request_logs_stay_off_stderr(server: HttpServer, capfd: pytest.CaptureF
     assert "POST /echo" not in capfd.readouterr().err
 
 
-def test_stop_lets_an_in_flight_request_finish(
-    server: HttpServer, release: threading.Event
-) -> None:
+def test_stop_lets_an_in_flight_request_finish(release: threading.Event) -> None:
+    entered = threading.Event()
+    server = HttpServer(build_app(release, entered), name="test").start()
     answers: list[int] = []
     caller = threading.Thread(
         target=lambda: answers.append(post(server, "/slow", json={}).status_code)
     )
     caller.start()
-    assert wait_for(lambda: any(n.endswith("-request") for n in our_threads()))
+    assert entered.wait(5)
     threading.Timer(0.2, release.set).start()
     started = time.monotonic()
     server.stop(timeout=5)
@@ -155,3 +160,99 @@ def test_stop_lets_an_in_flight_request_finish(
     assert answers == [200]
     assert time.monotonic() - started < 4
     assert port_is_free(server.port)
+
+
+def open_half_requests(address: str, count: int) -> list[socket.socket]:
+    """``count`` connections that each sent the start of a request and then nothing."""
+    host, port = address.rsplit(":", 1)
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            socks.append(sock)
+            sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nAuthoriz")
+    except BaseException:
+        close_all(socks)
+        raise
+    return socks
+
+
+def close_all(socks: list[socket.socket]) -> None:
+    for sock in socks:
+        sock.close()
+
+
+@pytest.mark.slow
+def test_half_open_connections_do_not_block_a_normal_request(release: threading.Event) -> None:
+    # Start from the usual soft limit of 1,024 open files: 1,100 connections need twice that
+    # in this process (both ends), so the server must raise it, and watch them with poll().
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 1024), hard))
+    socks: list[socket.socket] = []
+    server = HttpServer(build_app(release), name="test")
+    try:
+        server.start()
+        socks = open_half_requests(server.address, 1100)
+        # A timeout here (requests raises) means the flood starved the server.
+        response = requests.post(
+            f"http://{server.address}/echo", json={"text": "hi"}, headers=HEADERS, timeout=2
+        )
+        assert response.status_code == 200 and response.json()["data"] == {"text": "hi"}
+        assert post(server, "/echo", headers={}, json={"text": "x"}).status_code == 401
+        server.stop(timeout=5)
+        assert not server.running and port_is_free(server.port)
+    finally:
+        close_all(socks)
+        server.stop()
+        resource.setrlimit(
+            resource.RLIMIT_NOFILE, (max(soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]), hard)
+        )
+
+
+@pytest.mark.slow
+def test_half_sent_requests_are_closed_after_the_channel_timeout(
+    release: threading.Event,
+) -> None:
+    with HttpServer(build_app(release), name="test", channel_timeout=1) as server:
+        socks = open_half_requests(server.address, 20)
+        try:
+            for sock in socks:
+                sock.settimeout(5)
+            started = time.monotonic()
+            for sock in socks:
+                try:
+                    assert sock.recv(1024) == b""  # the server hung up without an answer
+                except ConnectionResetError:
+                    pass
+            assert time.monotonic() - started < 5
+        finally:
+            close_all(socks)
+
+
+def test_start_raises_the_open_file_limit(release: threading.Event) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES_TARGET if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES_TARGET)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 256), hard))
+    try:
+        with HttpServer(build_app(release), name="test"):
+            assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == wanted
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+
+
+def test_stop_frees_the_port_while_clients_hold_connections(release: threading.Event) -> None:
+    server = HttpServer(build_app(release), name="test").start()
+    socks = open_half_requests(server.address, 5)
+    try:
+        keep_alive = requests.Session()
+        assert keep_alive.post(
+            f"http://{server.address}/echo", json={"text": "k"}, headers=HEADERS, timeout=5
+        ).ok
+        started = time.monotonic()
+        server.stop(timeout=3)
+        assert time.monotonic() - started < 3
+        assert not server.running and port_is_free(server.port)
+        assert our_threads() == []
+        keep_alive.close()
+    finally:
+        close_all(socks)

@@ -300,11 +300,11 @@ def main() -> None:
         run_half_open(args.child_flood[0], int(args.child_flood[1]))
         return
 
-    from ding_lite.coordinator.collectors import IDLE_POLL_S
+    from ding_lite.coordinator.collectors import idle_poll_interval
     from ding_lite.interaction import Master, generate_token
 
     if args.idle_poll is None:
-        args.idle_poll = IDLE_POLL_S
+        args.idle_poll = idle_poll_interval(args.collectors)
     token = generate_token()
     env = {**os.environ, "DING_LITE_TOKEN": token}
     with tempfile.TemporaryDirectory(prefix="ding_lite_load_") as tmp:

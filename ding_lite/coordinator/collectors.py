@@ -16,7 +16,18 @@ from ding_lite.coordinator.watchdog import Backoff, QuietLog
 from ding_lite.utils import stop
 
 COLLECTOR_SEED_STRIDE = 10_007
-IDLE_POLL_S = 0.005  # a collector that had nothing new is asked again after this long
+IDLE_POLL_S = 0.005  # a collector that had nothing new is asked again after this long...
+IDLE_POLL_PER_COLLECTOR_S = 0.002  # ...or this long per running collector, if longer
+
+
+def idle_poll_interval(collectors: int) -> float:
+    """Seconds before a collector that had nothing new is asked again.
+
+    With a few collectors a new file is picked up within 5 ms; with many, the coordinator
+    sends at most ~500 idle data tasks a second in all (64 collectors: one each 128 ms), so
+    polling never crowds out the answers that carry files.
+    """
+    return max(IDLE_POLL_S, IDLE_POLL_PER_COLLECTOR_S * collectors)
 MAX_DATA_FAILURES = 5  # consecutive failed data tasks (not timeouts) before a restart
 
 RUNNING, EXCLUDED, LOST, FAILED = "running", "excluded", "lost", "failed"
@@ -128,7 +139,8 @@ class CollectorPool:
             self._failures[cid] = 0
             self.c.status.control_latency_s.append(outcome.elapsed_s)
             if not (outcome.result or {}).get("files"):
-                self._idle_until[cid] = time.monotonic() + IDLE_POLL_S
+                wait = idle_poll_interval(len(self.state))
+                self._idle_until[cid] = time.monotonic() + wait
         else:
             self._failed(cid, outcome.error)
 

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from ding_lite.utils.errors import DingLiteError
+from ding_lite.utils.stop import RunInterrupted, exit_code
 
 # PPO flag -> dotted config key.
 SHORTHANDS = {
@@ -176,7 +177,7 @@ def _parallel(args: argparse.Namespace) -> int:
     )
     if args.quiet:
         print(f"run dir: {result['exp_dir']}")
-    return 0 if result["stop_reason"] not in ("interrupted", "learner lost") else 1
+    return exit_code(result["stop_reason"])
 
 
 def _coordinator(args: argparse.Namespace) -> int:
@@ -199,7 +200,7 @@ def _coordinator(args: argparse.Namespace) -> int:
         resume=args.resume,
     )
     result = run_coordinator(cfg, progress=not args.quiet, resuming=bool(args.resume))
-    return 0 if result["stop_reason"] not in ("interrupted", "learner lost") else 1
+    return exit_code(result["stop_reason"])
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -288,6 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DingLiteError as err:
         print(f"ding-lite: error: {err}", file=sys.stderr)
         return 2
+    except RunInterrupted as stop:  # the run wrote its result.json first
+        print(f"ding-lite: interrupted ({stop.signal_name})", file=sys.stderr)
+        return exit_code("interrupted", stop.signal_name)
     except KeyboardInterrupt:
         print("ding-lite: interrupted", file=sys.stderr)
         return 130

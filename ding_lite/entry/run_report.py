@@ -167,6 +167,8 @@ def summary(result: dict[str, Any]) -> str:
         f"{result['envstep']} env steps, {result['train_iter']} iterations, "
         f"{result['wall_s']:.1f} s ({result['sps']:,.0f} SPS){restarts}"
     )
+    if result.get("stop_detail"):
+        line += f"\nstopped: {result['stop_detail']}"
     ledger = result.get("ledger") or {}
     if ledger:
         line += "\nrollouts: " + ", ".join(f"{k} {v}" for k, v in ledger.items())

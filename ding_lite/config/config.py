@@ -38,6 +38,8 @@ EXPERIMENTS = (
     "aircombat_ppo_parallel",
 )
 
+FLOAT32_MAX = 3.4028234663852886e38
+
 # Value checks beyond the type: dotted key -> (predicate, what the value must be).
 _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "env.num_envs": (lambda v: v >= 1, "at least 1"),
@@ -72,6 +74,13 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "system.max_policy_lag": (lambda v: v >= 0, "0 or more"),
     "system.keep_policies": (lambda v: v >= 1, "at least 1"),
     "system.max_pending_files": (lambda v: v >= 1, "at least 1"),
+    "system.stall_timeout": (lambda v: v > 0, "positive"),
+    "system.max_restarts": (lambda v: v >= 0, "0 or more"),
+    "system.join_timeout": (lambda v: v > 0, "positive"),
+    "policy.learn.max_skipped_steps": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.value_weight": (lambda v: v > 0, "positive"),
+    "policy.learn.entropy_weight": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.kl_coef": (lambda v: v >= 0, "0 or more"),
     "device": (
         lambda v: v in ("cpu", "cuda", "auto") or v.startswith("cuda:"),
         "'cpu', 'cuda', 'cuda:N' or 'auto'",
@@ -190,6 +199,11 @@ def _check_value(dotted: str, value: Any, default: Any) -> Any:
         )
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"config key '{dotted}' must be finite, got {value!r}")
+    if isinstance(value, int | float) and abs(value) > FLOAT32_MAX and float in expected:
+        # Every float ends up in float32 tensors, where this is inf.
+        raise ConfigError(
+            f"config key '{dotted}' must be finite in float32 (|x| <= 3.4e38), got {value!r}"
+        )
     if isinstance(value, (list, tuple)):
         value = list(value)
     return value

@@ -79,6 +79,9 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             grad_clip_norm=0.5,
             # Minibatches whose gradients are summed before one optimizer step.
             grad_accum_steps=1,
+            # Consecutive optimizer steps skipped for a non-finite loss or gradient after
+            # which the run stops as "diverged".
+            max_skipped_steps=50,
             # Weight of a KL(policy || reference policy) penalty (0: off).
             kl_coef=0.0,
             # kl_coef is multiplied by this after every iteration.

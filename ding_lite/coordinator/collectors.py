@@ -28,6 +28,8 @@ def idle_poll_interval(collectors: int) -> float:
     polling never crowds out the answers that carry files.
     """
     return max(IDLE_POLL_S, IDLE_POLL_PER_COLLECTOR_S * collectors)
+
+
 MAX_DATA_FAILURES = 5  # consecutive failed data tasks (not timeouts) before a restart
 
 RUNNING, EXCLUDED, LOST, FAILED = "running", "excluded", "lost", "failed"

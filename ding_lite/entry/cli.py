@@ -8,8 +8,8 @@ import socket
 import sys
 from collections.abc import Sequence
 
-from ding_lite.utils.errors import DingLiteError
-from ding_lite.utils.stop import RunInterrupted, exit_code
+from ding_lite.utils.errors import DingLiteError, DiskFullError
+from ding_lite.utils.stop import STOP_REASONS, RunInterrupted, exit_code
 
 # PPO flag -> dotted config key.
 SHORTHANDS = {
@@ -155,7 +155,15 @@ def _serial(args: argparse.Namespace) -> int:
     result = policy.result
     print(_summary(result))
     print(f"run dir: {result['exp_dir']}")
-    return 0
+    reason = result["stop_reason"]
+    if reason == "diverged":
+        print(
+            f"ding-lite: error: diverged: {result['skipped_steps']} optimizer steps skipped for "
+            "non-finite losses or gradients; lower policy.learn.learning_rate",
+            file=sys.stderr,
+        )
+    # A stop a user's hook asked for (its own reason) is a normal end.
+    return exit_code(reason) if reason in STOP_REASONS else 0
 
 
 def _parallel(args: argparse.Namespace) -> int:
@@ -286,6 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "collector": _worker,
         }
         return commands[args.command](args)
+    except DiskFullError as err:
+        print(f"ding-lite: error: {err}", file=sys.stderr)
+        return exit_code("disk_full")
     except DingLiteError as err:
         print(f"ding-lite: error: {err}", file=sys.stderr)
         return 2

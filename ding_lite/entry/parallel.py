@@ -26,7 +26,7 @@ from ding_lite.entry.run_dir import (
     save_config,
     write_result,
 )
-from ding_lite.entry.run_lock import RunLock, ensure_free
+from ding_lite.entry.run_lock import RunLock, ensure_free, resume_afresh
 from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result, summary
 from ding_lite.interaction import generate_token
 from ding_lite.utils.errors import ConfigError
@@ -82,8 +82,8 @@ def compile_parallel_config(
     if resume is not None and latest_checkpoint(Path(resume) / "ckpt") is not None:
         hook = {"load_ckpt_before_run": str((Path(resume) / "ckpt").resolve())}
         cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, hook)
-    elif resume is not None:  # it failed before its first checkpoint: start it afresh
-        get_logger("coordinator").info(f"{resume} has no checkpoint yet; starting it afresh")
+    elif resume is not None:
+        resume_afresh(resume)
     elif cfg.exp_dir:
         ensure_free(cfg.exp_dir)  # a live run's dir: say so (naming its pid) before anything
     run_dir = choose_exp_dir(cfg, resuming=resume is not None).resolve()

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from ding_lite.utils.errors import ConfigError
+from ding_lite.utils.errors import CheckpointError, ConfigError
+from ding_lite.utils.log import get_logger
 
 LOCK_NAME = ".lock"
 
@@ -66,3 +67,15 @@ def ensure_free(exp_dir: str | Path) -> None:
     """Raises the ConfigError of :class:`RunLock` when a live run holds ``exp_dir``."""
     if (Path(exp_dir) / LOCK_NAME).exists():
         RunLock(exp_dir).release()
+
+
+def resume_afresh(exp_dir: str | Path) -> None:
+    """Resuming a run that has no checkpoint: one that never finished (killed before its
+    first checkpoint, no result.json) starts afresh in its dir; a finished one is an error.
+
+    Raises:
+        CheckpointError: the run finished without leaving a checkpoint.
+    """
+    if (Path(exp_dir) / "result.json").exists():
+        raise CheckpointError(f"cannot resume {exp_dir}: no checkpoint in {exp_dir}/ckpt")
+    get_logger().info(f"{exp_dir} has no checkpoint yet (it never finished); starting afresh")

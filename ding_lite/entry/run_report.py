@@ -4,13 +4,12 @@ figures of the whole run, result.json and the closing summary."""
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from ding_lite.coordinator import RunStatus
-from ding_lite.utils.log import build_tb_logger, get_logger
+from ding_lite.utils.log import build_tb_logger, close_tb_logger
 from ding_lite.utils.stats import count_outcomes
 
 STATS_WINDOW = 100  # training episodes behind the status line's and result's win rate
@@ -89,16 +88,8 @@ class TbStatus:
         add("charts/policy_lag", status.policy_lag, step)
 
     def close(self, timeout: float = 5.0) -> None:
-        """Closes the writer, giving up after ``timeout`` seconds: a writer whose disk is
-        full can block in close() for ever, and the run must still end."""
-        closer = threading.Thread(target=self.writer.close, name="tb-close", daemon=True)
-        closer.start()
-        closer.join(timeout)
-        if closer.is_alive():
-            get_logger("coordinator").warning(
-                f"tensorboard writer did not close within {timeout:g} s; its last figures "
-                "may be missing"
-            )
+        """Closes the writer (bounded: see :func:`~ding_lite.utils.log.close_tb_logger`)."""
+        close_tb_logger(self.writer, timeout)
 
 
 def _percentile(values: list[float], q: float) -> float | None:

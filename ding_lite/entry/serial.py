@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -16,12 +17,15 @@ from ding_lite.entry.run_dir import (
     save_config,
     write_result,
 )
+from ding_lite.entry.run_lock import RunLock, ensure_free
+from ding_lite.entry.run_lock import resume_afresh as _resume_afresh
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import Policy, create_policy
 from ding_lite.utils.device import resolve_device
-from ding_lite.utils.errors import CheckpointError, ConfigError
-from ding_lite.utils.log import build_tb_logger, get_logger, setup_file_logging
+from ding_lite.utils.errors import ConfigError, DiskFullError
+from ding_lite.utils.log import build_tb_logger, close_tb_logger, get_logger, setup_file_logging
 from ding_lite.utils.rng import set_seed
+from ding_lite.utils.stop import DISK_FULL, INTERRUPTED, RunInterrupted
 from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
 from ding_lite.worker.learner import BaseLearner, latest_checkpoint
 
@@ -76,10 +80,15 @@ def serial_pipeline(
         max_train_iter=max_train_iter,
     )
     if resume is not None:
+        ensure_free(resume)
         ckpt = Path(resume) / "ckpt"
-        if latest_checkpoint(ckpt) is None:
-            raise CheckpointError(f"cannot resume {resume}: no checkpoint in {ckpt}")
-        cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, {"load_ckpt_before_run": str(ckpt)})
+        if latest_checkpoint(ckpt) is not None:
+            hook = {"load_ckpt_before_run": str(ckpt)}
+            cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, hook)
+        else:
+            _resume_afresh(resume)
+    elif cfg.exp_dir:
+        ensure_free(cfg.exp_dir)
     run_dir = choose_exp_dir(cfg, resuming=resume is not None)
     cfg.exp_dir = str(run_dir)
     return SerialRun(cfg, run_dir).run(start, progress)
@@ -177,7 +186,47 @@ class SerialRun:
         return None
 
     def run(self, start: float, progress: bool) -> Policy:
-        """Trains until solved, a limit or a stop request; writes result.json."""
+        """Trains until solved, a limit or a stop request; writes result.json.
+
+        Raises:
+            RunInterrupted: SIGINT or SIGTERM ended the run (result.json written first).
+            DiskFullError: a write failed for lack of space (result.json written if it
+                could be).
+        """
+        created = not self.run_dir.exists()
+        with RunLock(self.run_dir) as lock:
+            try:
+                return self._run(start, progress)
+            except KeyboardInterrupt as err:
+                self._fail(err, start, created, lock)
+                raise RunInterrupted("SIGINT") from None
+            except SystemExit as err:  # auto_checkpoint turns SIGTERM into SystemExit(143)
+                self._fail(err, start, created, lock)
+                raise RunInterrupted("SIGTERM") from None
+            except BaseException as err:
+                self._fail(err, start, created, lock)
+                raise
+
+    def _fail(self, err: BaseException, start: float, created: bool, lock: RunLock) -> None:
+        """Books a run that did not end normally; the caller re-raises."""
+        if self.learner.last_iter == 0 and created:
+            lock.release()  # it never trained: leave nothing, so the command can be re-run
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            return
+        if isinstance(err, DiskFullError):
+            self.stop_reason = DISK_FULL
+        elif isinstance(err, KeyboardInterrupt | SystemExit):
+            self.stop_reason = INTERRUPTED
+        else:
+            return
+        try:
+            result = self._result(time.perf_counter() - start, 0.0)
+            result["stop_detail"] = str(err) if isinstance(err, DiskFullError) else ""
+            write_result(result, self.run_dir)
+        except (DiskFullError, OSError) as write_err:
+            self.logger.error(f"could not write result.json: {write_err}")
+
+    def _run(self, start: float, progress: bool) -> Policy:
         cfg, learner = self.cfg, self.learner
         log_handler = None
         try:
@@ -197,7 +246,7 @@ class SerialRun:
         finally:
             learner.close()
             if learner.tb_logger is not None:
-                learner.tb_logger.close()
+                close_tb_logger(learner.tb_logger)
             if log_handler is not None:
                 get_logger().removeHandler(log_handler)
                 log_handler.close()
@@ -239,7 +288,7 @@ class SerialRun:
         return sps_meter
 
     def _result(self, wall: float, sps: float) -> dict[str, Any]:
-        ev = self.last_eval
+        ev = self.last_eval or EvalResult(None, None, None, 0, False)  # none ran
         result = {
             "exp_name": self.cfg.exp_name,
             "exp_dir": str(self.run_dir),
@@ -257,6 +306,7 @@ class SerialRun:
             "wall_s": round(wall, 3),
             "sps": round(sps, 1),
             "skipped_steps": getattr(self.policy, "skipped_steps", 0),
+            "restarts": 0,  # the serial pipeline restarts nothing
         }
         if ev.win_rate is not None:
             result["eval_win_rate"] = ev.win_rate

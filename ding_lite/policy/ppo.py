@@ -61,6 +61,7 @@ class PPOPolicy(Policy):
             self._ref_model = copy.deepcopy(self.model).requires_grad_(False)
         self._deterministic_eval = cfg.eval.deterministic
         self.skipped_steps = 0
+        self.skipped_in_a_row = 0  # reset by every applied step; too many: diverged
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
@@ -190,6 +191,8 @@ class PPOPolicy(Policy):
             "learning_rate": lr,
             "minibatches": float(n_minibatches),
             "skipped_steps": float(self.skipped_steps),
+            # 1.0 once max_skipped_steps steps in a row were skipped: the learner stops.
+            "diverged": float(self.skipped_in_a_row >= self.cfg.learn.get("max_skipped_steps", 50)),
         }
 
     def _optimizer_step(self) -> torch.Tensor:
@@ -200,8 +203,10 @@ class PPOPolicy(Policy):
         )
         if torch.isfinite(grad_norm):
             self.optimizer.step()
+            self.skipped_in_a_row = 0
         else:
             self.skipped_steps += 1
+            self.skipped_in_a_row += 1
         self.optimizer.zero_grad(set_to_none=True)
         return grad_norm.detach()
 

@@ -15,3 +15,13 @@ class ConfigError(DingLiteError, ValueError):
 
 class CheckpointError(DingLiteError):
     """A checkpoint is missing, unreadable or does not match the model."""
+
+
+class DiskFullError(DingLiteError, OSError):
+    """A write failed because the disk (or the user's quota) is full.
+
+    Built as ``DiskFullError(errno.ENOSPC, message)``; it prints as the message alone.
+    """
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()

@@ -7,6 +7,7 @@ one, never a torn one. Reads use ``torch.load(weights_only=True)``: no pickle is
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -15,11 +16,31 @@ from typing import Any
 
 import torch
 
-from ding_lite.utils.errors import CheckpointError
+from ding_lite.utils.errors import CheckpointError, DiskFullError
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def _atomic_write(path: str | os.PathLike, write: Any) -> None:
-    path = Path(path)
+    try:
+        _write_then_replace(Path(path), write)
+    except DiskFullError:
+        raise
+    except OSError as err:
+        if err.errno in _FULL:
+            raise DiskFullError(
+                errno.ENOSPC,
+                f"disk full while writing {path}; free some space, then resume the run "
+                "with --resume EXP_DIR",
+            ) from None
+        raise
+    except RuntimeError as err:  # torch.save reports a failed write as a RuntimeError
+        if "No space left on device" in str(err) or "error code: 28" in str(err):
+            raise DiskFullError(errno.ENOSPC, f"disk full while writing {path}") from None
+        raise
+
+
+def _write_then_replace(path: Path, write: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -6,9 +6,12 @@ import logging
 import os
 import struct
 import sys
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from tensorboardX import SummaryWriter
+if TYPE_CHECKING:  # tensorboardX imports torch: loaded only where a writer is built
+    from tensorboardX import SummaryWriter
 
 LOGGER_NAME = "ding_lite"
 
@@ -43,8 +46,28 @@ def setup_console_logging(level: int = logging.WARNING) -> None:
 
 def build_tb_logger(log_dir: str | os.PathLike) -> SummaryWriter:
     """Creates a tensorboardX writer under ``log_dir``."""
+    from tensorboardX import SummaryWriter
+
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     return SummaryWriter(str(log_dir))
+
+
+def close_tb_logger(writer: Any, timeout: float = 5.0) -> bool:
+    """Closes a tensorboard writer, giving up after ``timeout`` seconds.
+
+    A writer whose disk is full can block in ``close()`` for ever; a run must still end.
+    Returns whether it closed in time.
+    """
+    closer = threading.Thread(target=writer.close, name="ding_lite-tb-close", daemon=True)
+    closer.start()
+    closer.join(timeout)
+    if closer.is_alive():
+        get_logger().warning(
+            f"tensorboard writer did not close within {timeout:g} s; its last figures may "
+            "be missing"
+        )
+        return False
+    return True
 
 
 def read_tb_scalars(path: str | os.PathLike) -> dict[str, list[tuple[int, float]]]:

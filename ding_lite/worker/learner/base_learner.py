@@ -8,7 +8,6 @@ pulling batches from a dataloader; the serial pipeline calls ``train`` itself.
 from __future__ import annotations
 
 import contextlib
-import re
 import signal
 import threading
 import time
@@ -24,44 +23,20 @@ from ding_lite.config.config import deep_merge_dicts
 from ding_lite.config.defaults import DEFAULT_CONFIG
 from ding_lite.data.dataloader import AsyncDataLoader
 from ding_lite.utils.errors import CheckpointError, ConfigError
-from ding_lite.utils.file_io import atomic_torch_save, safe_torch_load
+from ding_lite.utils.file_io import atomic_torch_save
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.rng import get_rng_state, set_rng_state
 from ding_lite.utils.timer import PhaseTimer
+from ding_lite.worker.learner.checkpoint import (
+    CKPT_FORMAT,
+    latest_checkpoint,
+    read_checkpoint,
+    remove_stale_tmp,
+    rotate_checkpoints,
+)
 from ding_lite.worker.learner.learner_hook import LearnerHook, build_hooks, sort_hooks
 
-CKPT_FORMAT = "ding_lite.ckpt.v1"
-_CKPT_RE = re.compile(r"^ckpt_iter(\d+)\.pt$")
-
-
-def latest_checkpoint(folder: str | Path) -> Path | None:
-    """Returns the checkpoint of the highest iteration in ``folder``, or None."""
-    folder = Path(folder)
-    found = [
-        (int(m.group(1)), p) for p in folder.glob("ckpt_iter*.pt") if (m := _CKPT_RE.match(p.name))
-    ]
-    return max(found)[1] if found else None
-
-
-def read_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
-    """Reads a checkpoint file, or the newest ``ckpt_iter*.pt`` of a folder.
-
-    Returns:
-        ``(the file read, its content)``.
-
-    Raises:
-        CheckpointError: missing, corrupt, or not a ding_lite checkpoint.
-    """
-    path = Path(path)
-    if path.is_dir():
-        found = latest_checkpoint(path)
-        if found is None:
-            raise CheckpointError(f"no checkpoint (ckpt_iter*.pt) in {path}")
-        path = found
-    state = safe_torch_load(path)
-    if not isinstance(state, dict) or state.get("format") != CKPT_FORMAT:
-        raise CheckpointError(f"{path} is not a ding_lite checkpoint")
-    return path, state
+__all__ = ["BaseLearner", "latest_checkpoint", "read_checkpoint"]
 
 
 class BaseLearner:
@@ -107,6 +82,7 @@ class BaseLearner:
         self._states: dict[str, Any] = {}
         self._dataloader: Any = None
         self._stop_reason: str | None = None
+        self._tmp_checked = False
         self._hook_list: list[LearnerHook] = []
         self._hooks = sort_hooks([])
         for hook in build_hooks(self._cfg.hook):
@@ -175,6 +151,8 @@ class BaseLearner:
             info = self._policy.learn_mode.forward(data)
         self._last_iter += 1
         self._learn_info = dict(info)
+        if info.get("diverged"):
+            self.request_stop("diverged")
         if "priority" in info:
             self._priority_info = {"priority": info["priority"]}
         self.call_hook("after_iter")
@@ -269,20 +247,14 @@ class BaseLearner:
         if self.rank != 0:
             return self.ckpt_dir
         path = self.ckpt_dir / f"{name or f'ckpt_iter{self._last_iter:08d}'}.pt"
+        if not self._tmp_checked:  # a killed earlier run may have left a half-written file
+            remove_stale_tmp(self.ckpt_dir)
+            self._tmp_checked = True
         atomic_torch_save(self.state_dict(), path)
         if name is None:
-            self._rotate_checkpoints()
+            rotate_checkpoints(self.ckpt_dir, self._cfg.keep_ckpts)
         self._logger.info(f"saved checkpoint {path}")
         return path
-
-    def _rotate_checkpoints(self) -> None:
-        found = sorted(
-            (int(m.group(1)), p)
-            for p in self.ckpt_dir.glob("ckpt_iter*.pt")
-            if (m := _CKPT_RE.match(p.name))
-        )
-        for _, old in found[: -self._cfg.keep_ckpts]:
-            old.unlink(missing_ok=True)
 
     def load_checkpoint(self, path: str | Path) -> None:
         """Restores a checkpoint file, or the newest one in a folder.
@@ -290,6 +262,8 @@ class BaseLearner:
         Raises:
             CheckpointError: missing, corrupt, or not a ding_lite checkpoint.
         """
+        if Path(path).is_dir():
+            remove_stale_tmp(path)
         path, state = read_checkpoint(path)
         try:
             self._policy.load_state_dict(state["policy"])

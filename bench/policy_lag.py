@@ -45,8 +45,8 @@ def lagged_serial_run() -> type:
     from ding_lite.entry import serial
 
     class LaggedSerialRun(serial.SerialRun):
-        def __init__(self, cfg, run_dir):
-            super().__init__(cfg, run_dir)
+        def __init__(self, cfg, run_dir, **kwargs):
+            super().__init__(cfg, run_dir, **kwargs)
             behaviour = copy.deepcopy(self.policy)  # acts; never trains
             self.collector.policy = behaviour.collect_mode
             train = self.learner.train

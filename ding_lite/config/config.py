@@ -81,6 +81,14 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "policy.learn.value_weight": (lambda v: v > 0, "positive"),
     "policy.learn.entropy_weight": (lambda v: v >= 0, "0 or more"),
     "policy.learn.kl_coef": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.kl_coef_decay": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.kl_ref_update_interval": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.value_warmup_iters": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.target_kl": (lambda v: v is None or v > 0, "positive or none"),
+    # Adam divides by sqrt(v) + eps: 0 gives 0/0 for a parameter with no gradient yet.
+    "policy.learn.adam_eps": (lambda v: v > 0, "positive"),
+    "policy.learn.weight_decay": (lambda v: v >= 0, "0 or more"),
+    "learner.max_iterations": (lambda v: v >= 1, "at least 1"),
     "device": (
         lambda v: v in ("cpu", "cuda", "auto") or v.startswith("cuda:"),
         "'cpu', 'cuda', 'cuda:N' or 'auto'",
@@ -150,8 +158,8 @@ def _type_name(types: tuple[type, ...]) -> str:
     return " or ".join(t.__name__ for t in types)
 
 
-def _check_value(dotted: str, value: Any, default: Any) -> Any:
-    """Returns ``value`` converted to the default's type, or raises ``ConfigError``."""
+def _convert_value(dotted: str, value: Any, default: Any) -> Any:
+    """``value`` converted to the default's type (see :func:`_check_value`)."""
     if value is None and dotted in NULLABLE_TYPES:
         return None
     numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
@@ -197,15 +205,33 @@ def _check_value(dotted: str, value: Any, default: Any) -> Any:
             f"config key '{dotted}' must be {_type_name(expected)}, got {value!r} "
             f"({type(value).__name__})"
         )
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"config key '{dotted}' must be finite, got {value!r}")
-    if isinstance(value, int | float) and abs(value) > FLOAT32_MAX and float in expected:
-        # Every float ends up in float32 tensors, where this is inf.
-        raise ConfigError(
-            f"config key '{dotted}' must be finite in float32 (|x| <= 3.4e38), got {value!r}"
-        )
     if isinstance(value, (list, tuple)):
         value = list(value)
+    return value
+
+
+def _check_value(dotted: str, value: Any, default: Any) -> Any:
+    """Returns ``value`` converted to the default's type, or raises ``ConfigError``.
+
+    A number of a key that takes floats must be finite in float32 (|x| <= 3.4e38): floats
+    end up in float32 tensors, where a larger value is inf and training only makes NaNs.
+    """
+    try:
+        value = _convert_value(dotted, value, default)
+    except OverflowError:  # an int too large for a float
+        digits = len(str(value).lstrip("-"))
+        raise ConfigError(
+            f"config key '{dotted}' must be finite in float32 (|x| <= 3.4e38), got a number "
+            f"of {digits} digits"
+        ) from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"config key '{dotted}' must be finite, got {value!r}")
+    takes_float = isinstance(default, float) or float in NULLABLE_TYPES.get(dotted, ())
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and (takes_float or isinstance(value, float)) and abs(value) > FLOAT32_MAX:
+        raise ConfigError(
+            f"config key '{dotted}' must be finite in float32 (|x| <= 3.4e38), got {value:.4g}"
+        )
     return value
 
 

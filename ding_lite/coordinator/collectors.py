@@ -93,6 +93,7 @@ class CollectorPool:
             if outcome.error.startswith("ConfigError"):
                 self.state[cid] = EXCLUDED  # a restart would fail the same way
                 self.c.logger.error(f"collector {cid} dropped, it cannot start: {outcome.error}")
+                self.c.retire(cid, "collector")
             else:
                 self.state[cid] = FAILED
                 self.c.logger.error(f"collector {cid} failed to start: {outcome.error}")

@@ -58,6 +58,10 @@ class Supervisor(Protocol):
     def poll(self) -> None:
         """Starts the replacements whose backoff has passed."""
 
+    def retire(self, worker_id: str) -> None:
+        """The worker was dropped for good (a restart would fail the same way): its exit is
+        no failure to replace."""
+
 
 class Coordinator:
     """Drives one run of the parallel pipeline.
@@ -215,6 +219,9 @@ class Coordinator:
             self.logger.error(f"learner {lid} failed to start: {err}")
             if str(err).startswith("ConfigError"):
                 self.stop_run(stop.LEARNER_FAILED, f"the learner cannot start: {err}")
+            elif self.supervisor is not None:  # one of ours: replace it (others just wait)
+                self.supervisor.worker_failed(lid, "learner", f"failed to start: {err}")
+                self.status.restarts = self.supervisor.restarts
             return False
         self.learner, self._learner_failures = lid, 0
         self.batch_size = start["batch_size"]
@@ -337,6 +344,14 @@ class Coordinator:
         if self.supervisor is not None:
             self.supervisor.worker_failed(worker_id, role, reason)
             self.status.restarts = self.supervisor.restarts
+
+    def retire(self, worker_id: str, role: str) -> None:
+        """Drops a worker for good and closes it, so its process exits instead of idling."""
+        if self.supervisor is not None:
+            self.supervisor.retire(worker_id)
+        self.transport.send_task_async(
+            worker_id, f"{role}_close_task", {"final_eval": False}, self.close_timeout
+        )
 
     def _rejected_path(self, path: str, why: str) -> None:
         self.logger.warning(f"refused a reported rollout {path!r}: {why}")

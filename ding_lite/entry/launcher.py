@@ -10,10 +10,14 @@ resumes from the latest checkpoint (the coordinator's start task says so).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,7 @@ class Launcher:
         self._due: list[tuple[float, str, str]] = []  # (when, role, new id)
         self._generation: dict[str, int] = {}
         self._registered: set[str] = set()
+        self._lost: set[str] = set()  # declared lost by the master: gone, even if it returns
         self._logger = get_logger("launcher")
 
     def start_all(self) -> None:
@@ -55,10 +60,13 @@ class Launcher:
             self._spawn(role, f"{role}{index}")
 
     def _spawn(self, role: str, worker_id: str) -> None:
-        self.procs[worker_id] = spawn_worker(
-            role, worker_id, self.address, self.token, self.cfg, self.log_dir
-        )
-        self.roles[worker_id] = role
+        # A Ctrl-C or SIGTERM arriving inside Popen (after the fork) would leave a child that
+        # is in no list, so nothing would stop it: they wait until it is recorded.
+        with _signals_deferred():
+            self.procs[worker_id] = spawn_worker(
+                role, worker_id, self.address, self.token, self.cfg, self.log_dir
+            )
+            self.roles[worker_id] = role
 
     # --- the coordinator's supervisor ----------------------------------------------------
     def worker_failed(self, worker_id: str, role: str, reason: str) -> bool:
@@ -114,13 +122,31 @@ class Launcher:
             if wid not in self._handled and proc.poll() is not None:
                 self.worker_failed(wid, self.roles[wid], f"exited with code {proc.returncode}")
 
+    def retire(self, worker_id: str) -> None:
+        """``worker_id`` was dropped for good: when it exits, nothing replaces it."""
+        if worker_id in self.procs:
+            self._handled.setdefault(worker_id, False)
+
     def mark_registered(self, worker_ids: list[str]) -> None:
         self._registered.update(worker_ids)
 
+    def worker_lost(self, worker_id: str) -> None:
+        """The master declared ``worker_id`` lost (e.g. paused past its heartbeat tolerance).
+
+        It stays gone even if it comes back and registers again: the coordinator sees it as
+        dead and has it killed and replaced. Called from the master's event thread.
+        """
+        if worker_id in self.procs:
+            self._lost.add(worker_id)
+
     def alive(self, worker_id: str) -> bool:
-        """False for a child of this launcher whose process ended; True otherwise."""
+        """False for a child of this launcher whose process ended or that was declared lost;
+        True otherwise."""
         proc = self.procs.get(worker_id)
-        return proc is None or (proc.poll() is None and worker_id not in self._handled)
+        if proc is None:
+            return True
+        gone = worker_id in self._handled or worker_id in self._lost
+        return not gone and proc.poll() is None
 
     def stop_all(self) -> None:
         """Waits for closed workers to exit, then SIGTERM, then SIGKILL; all within ~10 s."""
@@ -190,6 +216,27 @@ def worker_threads(role: str, collectors: int) -> int:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, (cores or 1) - collectors)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Holds SIGINT and SIGTERM back for the block (main thread only; elsewhere Python
+    delivers no signal anyway), then raises the first that came, under the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {
+        signum: signal.signal(signum, lambda n, frame: arrived.append(n))
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
 
 
 def _kill(proc: subprocess.Popen) -> None:

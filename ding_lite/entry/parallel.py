@@ -8,7 +8,6 @@ runs that span machines sharing a filesystem.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import signal
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -21,12 +20,14 @@ from ding_lite.data.files import remove_temp_files
 from ding_lite.entry.launcher import Launcher, LauncherTransport
 from ding_lite.entry.roles import run_coordinator, run_worker, sigterm_as_interrupt, start_master
 from ding_lite.entry.run_dir import (
-    choose_exp_dir,
+    claim_exp_dir,
+    ensure_free,
     load_saved_config,
+    lock_exp_dir,
+    resume_afresh,
     save_config,
     write_result,
 )
-from ding_lite.entry.run_lock import RunLock, ensure_free, resume_afresh
 from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result, summary
 from ding_lite.interaction import generate_token
 from ding_lite.utils.errors import ConfigError
@@ -58,8 +59,8 @@ def compile_parallel_config(
     if resume is not None:
         if cfg is not None:
             raise ConfigError("pass either a config or resume=EXP_DIR, not both")
-        ensure_free(resume)
         cfg = load_saved_config(resume)
+        ensure_free(resume)
         exp_dir = str(resume)
     elif cfg is None:
         raise ConfigError("a parallel run needs a config (or resume=EXP_DIR)")
@@ -84,9 +85,14 @@ def compile_parallel_config(
         cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, hook)
     elif resume is not None:
         resume_afresh(resume)
-    elif cfg.exp_dir:
-        ensure_free(cfg.exp_dir)  # a live run's dir: say so (naming its pid) before anything
-    run_dir = choose_exp_dir(cfg, resuming=resume is not None).resolve()
+    # Only a free folder is chosen (a live run's dir is refused, naming its pid); the run
+    # locks it again in prepare_run_dir, which refuses it if a run took it in between.
+    lock = claim_exp_dir(cfg, resuming=resume is not None)
+    run_dir = lock.path.resolve()
+    if lock.created:
+        lock.discard()  # prepare_run_dir creates it again
+    else:
+        lock.release()
     cfg.exp_dir = str(run_dir)
     cfg.system.path_data = str(Path(cfg.system.path_data or run_dir / "data").resolve())
     cfg.system.path_policy = str(Path(cfg.system.path_policy or run_dir / "policy").resolve())
@@ -162,7 +168,13 @@ def _run(cfg: Any, run_dir: Path, say: Any, status_interval: float) -> tuple[dic
     log_dir.mkdir(parents=True, exist_ok=True)
     handler = setup_file_logging(log_dir / "coordinator.log")
     start = time.perf_counter()
-    master = start_master(cfg, token)
+    launcher: Launcher | None = None  # no worker can be lost before the launcher exists
+
+    def on_worker_lost(worker_id: str) -> None:
+        if launcher is not None:
+            launcher.worker_lost(worker_id)
+
+    master = start_master(cfg, token, on_worker_lost)
     launcher = Launcher(cfg, master.address, token, log_dir)
     tb: TbStatus | None = None
     interrupted = False
@@ -200,22 +212,29 @@ def _run(cfg: Any, run_dir: Path, say: Any, status_interval: float) -> tuple[dic
 def prepare_run_dir(cfg: Any, resuming: bool) -> Iterator[dict[str, bool]]:
     """Holds the run dir's lock for the run; clears what a killed run left half-written.
 
-    A run that fails (an exception, or ``outcome["failed"]`` set by the caller, e.g. when
-    interrupted) before its first checkpoint removes the dir it created, so the same command
-    can simply be run again.
+    A new run that fails (an exception, or ``outcome["failed"]`` set by the caller, e.g.
+    when interrupted) before its first checkpoint removes what it put in the dir, so the
+    same command can simply be run again.
+
+    Raises:
+        ExpDirInUse: a live run holds the dir.
+        ConfigError: a run started in the dir since it was chosen (and this is no resume).
     """
     run_dir = Path(cfg.exp_dir)
-    created = not run_dir.exists()
-    with RunLock(run_dir):
+    lock = lock_exp_dir(run_dir)
+    if not resuming and (run_dir / "config.json").exists():
+        lock.release()
+        raise ConfigError(f"{run_dir} already holds a run (one started there just now)")
+    outcome = {"failed": True}
+    try:
         for folder in (run_dir / "ckpt", Path(cfg.system.path_policy), Path(cfg.system.path_data)):
             remove_temp_files(folder)
         save_config(cfg, run_dir)
-        outcome = {"failed": True}
-        try:
-            yield outcome
-        finally:
-            if outcome["failed"] and created and latest_checkpoint(run_dir / "ckpt") is None:
-                shutil.rmtree(run_dir, ignore_errors=True)
+        yield outcome
+    finally:
+        if outcome["failed"] and not resuming and latest_checkpoint(run_dir / "ckpt") is None:
+            lock.discard()
+        lock.release()
 
 
 def tidy_data(path_data: Path) -> None:

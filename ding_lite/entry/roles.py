@@ -26,9 +26,18 @@ from ding_lite.worker.learner.comm import FlaskFileSystemLearner
 WORKER_SWITCH_INTERVAL_S = 0.0005  # a worker's GIL switch interval (Python's default: 5 ms)
 
 
-def start_master(cfg: Any, token: str) -> Master:
-    """Serves the coordinator's side of the protocol, as the config's system section says."""
+def start_master(cfg: Any, token: str, on_worker_lost: Any = None) -> Master:
+    """Serves the coordinator's side of the protocol, as the config's system section says.
+
+    ``on_worker_lost(worker_id)`` is told of each worker the master declares lost.
+    """
     system = cfg.system
+
+    def lost(worker: Any) -> None:
+        _log_lost(worker)
+        if on_worker_lost is not None:
+            on_worker_lost(worker.worker_id)
+
     return Master(
         token=token,
         host=system.host,
@@ -37,7 +46,7 @@ def start_master(cfg: Any, token: str) -> Master:
         task_timeout=system.task_timeout,
         max_body_bytes=system.max_body_bytes,
         on_register=_log_register,
-        on_worker_lost=_log_lost,
+        on_worker_lost=lost,
         client_timeout=(3.05, system.http_timeout),
     ).start()
 
@@ -87,7 +96,7 @@ def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> 
     token = resolve_token(cfg.system.token)
     run_dir = Path(cfg.exp_dir)
     say = print if progress else (lambda *a, **k: None)
-    with prepare_run_dir(cfg, resuming):
+    with prepare_run_dir(cfg, resuming) as outcome:
         start = time.perf_counter()
         master = start_master(cfg, token)
         tb = None
@@ -112,6 +121,7 @@ def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> 
             tidy_data(Path(cfg.system.path_data))
         result = run_result(cfg, coordinator.status, time.perf_counter() - start)
         write_result(result, run_dir)
+        outcome["failed"] = interrupted
     say(summary(result))
     if interrupted:
         raise RunInterrupted(seen[0] if seen else "SIGINT")

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-import shutil
+import signal
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ding_lite.config.config import compile_config, deep_merge_dicts
 from ding_lite.entry.progress import Progress
 from ding_lite.entry.run_dir import (
-    choose_exp_dir,
+    ExpDirLock,
+    claim_exp_dir,
     load_saved_config,
+    resume_afresh,
     save_config,
     write_result,
 )
-from ding_lite.entry.run_lock import RunLock, ensure_free
-from ding_lite.entry.run_lock import resume_afresh as _resume_afresh
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import Policy, create_policy
 from ding_lite.utils.device import resolve_device
@@ -79,31 +81,64 @@ def serial_pipeline(
         device=device,
         max_train_iter=max_train_iter,
     )
-    if resume is not None:
-        ensure_free(resume)
-        ckpt = Path(resume) / "ckpt"
-        if latest_checkpoint(ckpt) is not None:
-            hook = {"load_ckpt_before_run": str(ckpt)}
-            cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, hook)
-        else:
-            _resume_afresh(resume)
-    elif cfg.exp_dir:
-        ensure_free(cfg.exp_dir)
-    run_dir = choose_exp_dir(cfg, resuming=resume is not None)
-    cfg.exp_dir = str(run_dir)
-    return SerialRun(cfg, run_dir).run(start, progress)
+    # Choosing and locking the dir is one step, so two runs started at once never share it.
+    lock = claim_exp_dir(cfg, resuming=resume is not None)
+    with lock, _sigterm_as_exit():
+        run = _build_run(cfg, lock, resume)
+        return run.run(start, progress, lock)
+
+
+def _build_run(cfg: Any, lock: ExpDirLock, resume: str | Path | None) -> SerialRun:
+    """Builds the run in its locked dir; a failure removes what the claim created."""
+    try:
+        if resume is not None:
+            ckpt = lock.path / "ckpt"
+            if latest_checkpoint(ckpt) is not None:  # unreadable ones are skipped at load
+                hook = {"load_ckpt_before_run": str(ckpt)}
+                cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, hook)
+            else:
+                resume_afresh(lock.path)
+        cfg.exp_dir = str(lock.path)
+        return SerialRun(cfg, lock.path, resuming=resume is not None)
+    except BaseException as err:
+        if resume is None:
+            lock.discard()
+        if isinstance(err, SystemExit):  # SIGTERM during start-up
+            raise RunInterrupted("SIGTERM") from None
+        raise
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM raises SystemExit(143) in the main thread while the run lasts, so the run
+    unwinds (result.json, lock, removing a dir it never used) instead of dying mid-write."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class SerialRun:
     """One serial run: builds every part from a resolved config, then trains.
 
     Everything that can reject bad input (device, env, policy, hooks, the checkpoint to
-    load) runs before the experiment dir is written, so a bad call changes nothing.
+    load) runs before the experiment dir is written; a run that fails before its first
+    iteration removes what it created (``ExpDirLock.discard``), so a bad call changes
+    nothing.
     """
 
-    def __init__(self, cfg: Any, run_dir: Path) -> None:
+    def __init__(self, cfg: Any, run_dir: Path, *, resuming: bool = False) -> None:
         self.cfg = cfg
         self.run_dir = run_dir
+        self.resuming = resuming  # a failed resume keeps the dir: it can be resumed again
         set_seed(cfg.seed)
         self.device = device = resolve_device(cfg.device)
         self.env = build_env(cfg, cfg.env.num_envs, device, cfg.seed)
@@ -185,33 +220,35 @@ class SerialRun:
             return "max_train_iter"
         return None
 
-    def run(self, start: float, progress: bool) -> Policy:
+    def run(self, start: float, progress: bool, lock: ExpDirLock) -> Policy:
         """Trains until solved, a limit or a stop request; writes result.json.
+
+        Args:
+            start: ``time.perf_counter()`` when the call began (for ``wall_s``).
+            progress: show progress on stdout.
+            lock: the hold on ``run_dir``; discarded if the run fails before training.
 
         Raises:
             RunInterrupted: SIGINT or SIGTERM ended the run (result.json written first).
             DiskFullError: a write failed for lack of space (result.json written if it
-                could be).
+                could be, with ``stop_reason`` "disk_full").
         """
-        created = not self.run_dir.exists()
-        with RunLock(self.run_dir) as lock:
-            try:
-                return self._run(start, progress)
-            except KeyboardInterrupt as err:
-                self._fail(err, start, created, lock)
-                raise RunInterrupted("SIGINT") from None
-            except SystemExit as err:  # auto_checkpoint turns SIGTERM into SystemExit(143)
-                self._fail(err, start, created, lock)
-                raise RunInterrupted("SIGTERM") from None
-            except BaseException as err:
-                self._fail(err, start, created, lock)
-                raise
+        try:
+            return self._run(start, progress)
+        except KeyboardInterrupt as err:
+            self._fail(err, start, lock)
+            raise RunInterrupted(getattr(err, "signal_name", "SIGINT")) from None
+        except SystemExit as err:  # SIGTERM, turned into SystemExit(143)
+            self._fail(err, start, lock)
+            raise RunInterrupted("SIGTERM") from None
+        except BaseException as err:
+            self._fail(err, start, lock)
+            raise
 
-    def _fail(self, err: BaseException, start: float, created: bool, lock: RunLock) -> None:
+    def _fail(self, err: BaseException, start: float, lock: ExpDirLock) -> None:
         """Books a run that did not end normally; the caller re-raises."""
-        if self.learner.last_iter == 0 and created:
-            lock.release()  # it never trained: leave nothing, so the command can be re-run
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self.learner.last_iter == 0 and not self.resuming:
+            lock.discard()  # it never trained: leave nothing, so the command can be re-run
             return
         if isinstance(err, DiskFullError):
             self.stop_reason = DISK_FULL
@@ -223,8 +260,8 @@ class SerialRun:
             result = self._result(time.perf_counter() - start, 0.0)
             result["stop_detail"] = str(err) if isinstance(err, DiskFullError) else ""
             write_result(result, self.run_dir)
-        except (DiskFullError, OSError) as write_err:
-            self.logger.error(f"could not write result.json: {write_err}")
+        except OSError as write_err:  # DiskFullError too; the caller reports the first error
+            self.logger.info(f"could not write result.json: {write_err}")
 
     def _run(self, start: float, progress: bool) -> Policy:
         cfg, learner = self.cfg, self.learner

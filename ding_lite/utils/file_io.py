@@ -3,22 +3,26 @@
 Every file another process may read is written to a temporary file in the same folder,
 fsynced and moved into place with ``os.replace``, so a reader sees the old file or the new
 one, never a torn one. Reads use ``torch.load(weights_only=True)``: no pickle is ever run.
+torch is imported only by the two functions that need it, so code that moves metadata only
+(the coordinator) can write JSON atomically without it.
 """
 
 from __future__ import annotations
 
-import errno
+import io
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import torch
+from ding_lite.utils.errors import CheckpointError, DiskFullError, is_disk_full
 
-from ding_lite.utils.errors import CheckpointError, DiskFullError
-
-_FULL = (errno.ENOSPC, errno.EDQUOT)
+# ``.<name>.<random>.tmp``: the temp file of _write_then_replace (mkstemp's prefix and
+# suffix below), left behind only when its process was killed mid-write.
+_ZIP_MAGIC = b"PK\x03\x04"
+_STALE_TMP_RE = re.compile(r"^\..+\.[A-Za-z0-9_]+\.tmp$")
 
 
 def _atomic_write(path: str | os.PathLike, write: Any) -> None:
@@ -27,16 +31,8 @@ def _atomic_write(path: str | os.PathLike, write: Any) -> None:
     except DiskFullError:
         raise
     except OSError as err:
-        if err.errno in _FULL:
-            raise DiskFullError(
-                errno.ENOSPC,
-                f"disk full while writing {path}; free some space, then resume the run "
-                "with --resume EXP_DIR",
-            ) from None
-        raise
-    except RuntimeError as err:  # torch.save reports a failed write as a RuntimeError
-        if "No space left on device" in str(err) or "error code: 28" in str(err):
-            raise DiskFullError(errno.ENOSPC, f"disk full while writing {path}") from None
+        if is_disk_full(err):
+            raise DiskFullError.writing(path) from None
         raise
 
 
@@ -69,12 +65,26 @@ def _write_then_replace(path: Path, write: Any) -> None:
 
 
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> None:
-    """Saves ``obj`` (tensors, numbers, strings, lists, dicts only) atomically to ``path``."""
-    _atomic_write(path, lambda f: torch.save(obj, f))
+    """Saves ``obj`` (tensors, numbers, strings, lists, dicts only) atomically to ``path``.
+
+    Raises:
+        DiskFullError: the disk (or quota) is full; no partial file is left.
+    """
+    import torch
+
+    # Serialized in memory, then written by Python: torch's zip writer reports a full disk as
+    # an opaque RuntimeError ("unexpected pos"), a plain file write as OSError(ENOSPC).
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    _atomic_write(path, lambda f: f.write(buffer.getbuffer()))
 
 
 def atomic_write_text(text: str, path: str | os.PathLike) -> None:
-    """Writes ``text`` atomically to ``path`` (UTF-8)."""
+    """Writes ``text`` atomically to ``path`` (UTF-8).
+
+    Raises:
+        DiskFullError: the disk (or quota) is full; no partial file is left.
+    """
     _atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
@@ -83,17 +93,56 @@ def atomic_write_json(obj: Any, path: str | os.PathLike) -> None:
     atomic_write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", path)
 
 
+def remove_stale_tmp(folder: str | os.PathLike) -> list[Path]:
+    """Removes the ``.<name>.<random>.tmp`` files an atomic write left when killed mid-write.
+
+    Only files of that pattern directly in ``folder`` (no recursion, no links); call it
+    before this run writes there, while no other process writes to ``folder``.
+
+    Returns:
+        The files removed (empty when ``folder`` does not exist).
+    """
+    folder = Path(folder)
+    removed = []
+    if folder.is_dir():
+        for path in sorted(folder.iterdir()):
+            if _STALE_TMP_RE.match(path.name) and path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
 def safe_torch_load(path: str | os.PathLike, map_location: Any = "cpu") -> Any:
     """Loads a tensor file with ``weights_only=True``.
 
     Raises:
-        CheckpointError: the file is missing or is not a readable tensor file.
+        CheckpointError: the file is missing, empty, truncated, or not a readable tensor
+            file (one line naming it).
     """
+    import torch
+
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
+        with path.open("rb") as f:
+            head = f.read(4)
+        if not head:
+            raise CheckpointError(f"cannot read checkpoint {path}: the file is empty")
+        if head != _ZIP_MAGIC:  # every file ding_lite saves is torch's zip format
+            raise CheckpointError(f"cannot read checkpoint {path}: not a torch tensor file")
         return torch.load(path, map_location=map_location, weights_only=True)
+    except CheckpointError:
+        raise
     except Exception as err:  # torch raises several types for corrupt or unsafe files
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise CheckpointError(f"cannot read checkpoint {path}: {first_line}") from None
+        raise CheckpointError(f"cannot read checkpoint {path}: {_why_unreadable(err)}") from None
+
+
+def _why_unreadable(err: Exception) -> str:
+    text = str(err).strip()
+    if "Weights only load failed" in text:
+        return "it holds objects other than tensors, numbers and strings (refused unread)"
+    # A zip archive cut short fails deep in torch's reader with EINVAL or a zip error.
+    if isinstance(err, OSError) or "zip archive" in text or "central directory" in text:
+        return "truncated or corrupt (a save cut short, or damaged since)"
+    return text.splitlines()[0] if text else type(err).__name__

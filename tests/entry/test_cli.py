@@ -115,3 +115,56 @@ def test_eval_command(tmp_path):
     assert "Traceback" not in bad.stderr
     missing = run_cli("eval", "-c", "cartpole_ppo", "--ckpt", str(tmp_path / "nope.pt"))
     assert missing.returncode == 2 and "checkpoint not found" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "outcome, code",
+    [
+        ("solved", 0),
+        ("max_train_iter", 0),
+        ("stalled", 1),
+        ("no_collectors", 1),
+        ("learner_failed", 1),
+        ("diverged", 1),
+        ("disk_full", 1),
+        ("SIGINT", 130),
+        ("SIGTERM", 143),
+    ],
+)
+def test_parallel_and_coordinator_exit_with_the_code_of_their_stop_reason(
+    monkeypatch, capsys, outcome, code
+):
+    """The pipelines are replaced by their outcome: this checks the command's mapping."""
+    import ding_lite.entry.parallel as parallel
+    from ding_lite.entry.cli import main
+    from ding_lite.utils.stop import RunInterrupted
+
+    def finish(*args, **kwargs):
+        if outcome.startswith("SIG"):
+            raise RunInterrupted(outcome)  # raised after the result was written
+        return {"stop_reason": outcome, "exp_dir": "x"}
+
+    monkeypatch.setattr(parallel, "parallel_pipeline", finish)
+    monkeypatch.setattr(parallel, "compile_parallel_config", lambda *a, **k: None)
+    monkeypatch.setattr(parallel, "run_coordinator", finish)
+    assert main(["parallel", "-c", "cartpole_ppo_parallel", "-q"]) == code
+    assert main(["coordinator", "-c", "cartpole_ppo_parallel", "-q"]) == code
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_serial_config_error_vs_divergence_exit_codes(tmp_path):
+    bad = run_cli("serial", "-c", "cartpole_ppo", "--exp-dir", str(tmp_path / "a"),
+                  "--learning-rate", "1e39", *SMALL)  # fmt: skip
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "policy.learn.learning_rate" in bad.stderr and "float32" in bad.stderr
+    assert not (tmp_path / "a").exists()
+    run = tmp_path / "b"
+    diverged = run_cli("serial", "-c", "cartpole_ppo", "-q", "--exp-dir", str(run),
+                       "--max-train-iter", "5", "--learning-rate", "1e30",
+                       "policy.learn.max_skipped_steps=4", *SMALL)  # fmt: skip
+    assert diverged.returncode == 1, diverged.stderr
+    (line,) = diverged.stderr.strip().splitlines()
+    assert line.startswith("ding-lite: error: diverged:")
+    result = json.loads((run / "result.json").read_text())
+    assert result["stop_reason"] == "diverged" and result["skipped_steps"] >= 4
+    assert result["restarts"] == 0 and result["train_iter"] < 5

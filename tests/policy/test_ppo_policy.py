@@ -101,6 +101,37 @@ def test_non_finite_gradient_skips_the_step_and_counts_it():
     assert torch.equal(before, params(policy))
 
 
+def test_diverged_only_after_max_skipped_steps_in_a_row():
+    policy = make_policy(
+        [
+            "policy.learn.batch_size=32",
+            "policy.learn.n_epochs=1",
+            "policy.learn.max_skipped_steps=3",
+        ]
+    )
+    good = batch(policy)
+    bad = dict(good, ret=torch.full_like(good["ret"], math.nan))  # 2 skipped steps each
+    assert policy.learn_mode.forward(bad)["diverged"] == 0.0  # 2 in a row
+    info = policy.learn_mode.forward(good)  # an applied step resets the run of skips
+    assert info["diverged"] == 0.0 and info["skipped_steps"] == 2
+    assert policy.learn_mode.forward(bad)["diverged"] == 0.0  # 2 in a row again
+    info = policy.learn_mode.forward(bad)  # 4 in a row
+    assert info["diverged"] == 1.0 and info["skipped_steps"] == 6
+
+
+def test_a_huge_learning_rate_makes_every_later_step_non_finite():
+    policy = make_policy(
+        [
+            "policy.learn.learning_rate=1e30",
+            "policy.learn.batch_size=32",
+            "policy.learn.max_skipped_steps=4",
+        ]
+    )
+    data = batch(policy)
+    infos = [policy.learn_mode.forward(data) for _ in range(3)]
+    assert infos[-1]["diverged"] == 1.0 and policy.skipped_steps >= 4
+
+
 def test_kl_penalty_against_reference_and_its_decay():
     policy = make_policy(
         [

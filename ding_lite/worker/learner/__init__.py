@@ -1,6 +1,13 @@
 """The learner: BaseLearner and its hooks."""
 
-from ding_lite.worker.learner.base_learner import BaseLearner, latest_checkpoint
+from ding_lite.worker.learner.base_learner import BaseLearner
+from ding_lite.worker.learner.checkpoint import (
+    checkpoint_iter,
+    latest_checkpoint,
+    latest_valid_checkpoint,
+    read_checkpoint,
+    remove_stale_tmp,
+)
 from ding_lite.worker.learner.learner_hook import (
     LEARNER_HOOK_REGISTRY,
     POSITIONS,
@@ -25,6 +32,10 @@ __all__ = [
     "LogShowHook",
     "SaveCkptHook",
     "build_hooks",
+    "checkpoint_iter",
     "latest_checkpoint",
+    "latest_valid_checkpoint",
+    "read_checkpoint",
     "register_learner_hook",
+    "remove_stale_tmp",
 ]

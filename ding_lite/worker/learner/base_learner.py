@@ -22,10 +22,11 @@ from easydict import EasyDict
 from ding_lite.config.config import deep_merge_dicts
 from ding_lite.config.defaults import DEFAULT_CONFIG
 from ding_lite.data.dataloader import AsyncDataLoader
-from ding_lite.utils.errors import CheckpointError, ConfigError
+from ding_lite.utils.errors import CheckpointError, ConfigError, DiskFullError
 from ding_lite.utils.file_io import atomic_torch_save
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.rng import get_rng_state, set_rng_state
+from ding_lite.utils.stop import DIVERGED
 from ding_lite.utils.timer import PhaseTimer
 from ding_lite.worker.learner.checkpoint import (
     CKPT_FORMAT,
@@ -151,8 +152,12 @@ class BaseLearner:
             info = self._policy.learn_mode.forward(data)
         self._last_iter += 1
         self._learn_info = dict(info)
-        if info.get("diverged"):
-            self.request_stop("diverged")
+        if info.get("diverged"):  # too many non-finite steps in a row: more cannot help
+            self._logger.info(
+                f"iteration {self._last_iter}: the policy skipped too many optimizer steps in a "
+                "row for a non-finite loss or gradient"
+            )
+            self.request_stop(DIVERGED)
         if "priority" in info:
             self._priority_info = {"priority": info["priority"]}
         self.call_hook("after_iter")
@@ -163,20 +168,27 @@ class BaseLearner:
         """Trains ``max_iterations`` iterations on batches from the dataloader.
 
         Stops early when the data source returns None. Saves a checkpoint and re-raises on
-        SIGINT/SIGTERM or an exception.
+        SIGINT/SIGTERM or an exception, after stopping the dataloader's thread (a thread
+        still inside torch when the interpreter exits can abort the process).
         """
         if self._dataloader is None:
             self.setup_dataloader()
-        with self.auto_checkpoint():
-            self.call_hook("before_run")
-            for _ in range(self._cfg.max_iterations):
-                data = self._next_data()
-                if data is None:
-                    break
-                self.train(data)
-                if self._stop_reason is not None:
-                    break
-            self.call_hook("after_run")
+        try:
+            with self.auto_checkpoint():
+                self.call_hook("before_run")
+                for _ in range(self._cfg.max_iterations):
+                    data = self._next_data()
+                    if data is None:
+                        break
+                    self.train(data)
+                    if self._stop_reason is not None:
+                        break
+                self.call_hook("after_run")
+        except BaseException:
+            if self._dataloader is not None:
+                self._dataloader.close()
+                self._dataloader = None
+            raise
 
     def setup_dataloader(self) -> None:
         """Prepares the loader ``start()`` pulls from (needs ``get_data``)."""
@@ -189,7 +201,11 @@ class BaseLearner:
 
     @contextlib.contextmanager
     def auto_checkpoint(self) -> Iterator[None]:
-        """Saves a checkpoint when the block is left by an exception, SIGINT or SIGTERM."""
+        """Saves a checkpoint when the block is left by an exception, SIGINT or SIGTERM.
+
+        SIGTERM (in the main thread) raises ``SystemExit(143)`` inside the block. A full disk
+        (DiskFullError) is re-raised without trying to save.
+        """
         restore = None
         if threading.current_thread() is threading.main_thread():
             restore = signal.getsignal(signal.SIGTERM)
@@ -200,6 +216,8 @@ class BaseLearner:
             signal.signal(signal.SIGTERM, on_sigterm)
         try:
             yield
+        except DiskFullError:
+            raise  # a checkpoint would go to the same full disk
         except BaseException:
             if self._policy is not None and self._last_iter > 0:
                 try:

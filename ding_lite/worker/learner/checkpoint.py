@@ -12,13 +12,24 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ding_lite.utils import file_io
 from ding_lite.utils.errors import CheckpointError
 from ding_lite.utils.file_io import safe_torch_load
 from ding_lite.utils.log import get_logger
 
+__all__ = [
+    "CKPT_FORMAT",
+    "checkpoint_iter",
+    "checkpoints",
+    "latest_checkpoint",
+    "latest_valid_checkpoint",
+    "read_checkpoint",
+    "remove_stale_tmp",
+    "rotate_checkpoints",
+]
+
 CKPT_FORMAT = "ding_lite.ckpt.v1"
 _CKPT_RE = re.compile(r"^ckpt_iter(\d+)\.pt$")
-_TMP_RE = re.compile(r"^\..+\.tmp$")  # what utils.file_io leaves behind when killed mid-write
 
 
 def checkpoints(folder: str | Path) -> list[Path]:
@@ -36,20 +47,19 @@ def latest_checkpoint(folder: str | Path) -> Path | None:
     return found[0] if found else None
 
 
-def remove_stale_tmp(folder: str | Path) -> list[Path]:
-    """Removes the hidden ``.*.tmp`` files an atomic write left when its process was killed.
+def checkpoint_iter(path: str | Path) -> int | None:
+    """The iteration in a ``ckpt_iter<N>.pt`` file name (None for a named checkpoint)."""
+    m = _CKPT_RE.match(Path(path).name)
+    return int(m.group(1)) if m else None
 
-    Only this folder, only files of that pattern; call it before this run writes there.
-    """
-    folder = Path(folder)
-    removed = []
-    if folder.is_dir():
-        for path in folder.iterdir():
-            if _TMP_RE.match(path.name) and path.is_file() and not path.is_symlink():
-                path.unlink(missing_ok=True)
-                removed.append(path)
+
+def remove_stale_tmp(folder: str | Path) -> list[Path]:
+    """Removes the temp files of saves killed mid-write in ``folder`` (see
+    :func:`ding_lite.utils.file_io.remove_stale_tmp`), saying so in the log."""
+    removed = file_io.remove_stale_tmp(folder)
     if removed:
-        get_logger("learner").info(f"removed {len(removed)} unfinished temp file(s) in {folder}")
+        names = ", ".join(p.name for p in removed)
+        get_logger("learner").info(f"removed unfinished temp file(s) of a killed save: {names}")
     return removed
 
 
@@ -60,32 +70,55 @@ def _read_one(path: Path) -> dict[str, Any]:
     return state
 
 
+def _newest_readable(folder: Path) -> tuple[Path, dict[str, Any]]:
+    found = checkpoints(folder)
+    if not found:
+        raise CheckpointError(f"no checkpoint (ckpt_iter*.pt) in {folder}")
+    errors = []
+    for candidate in found:
+        try:
+            return candidate, _read_one(candidate)
+        except CheckpointError as err:
+            get_logger("learner").warning(f"skipping unreadable checkpoint: {err}")
+            errors.append(str(err))
+    raise CheckpointError(f"no readable checkpoint in {folder}; the newest: {errors[0]}")
+
+
 def read_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
     """Reads a checkpoint file, or the newest readable ``ckpt_iter*.pt`` of a folder.
+
+    For a folder, checkpoints are tried newest first; each unreadable one (empty, cut
+    short, damaged) is skipped with a warning naming it.
 
     Returns:
         ``(the file read, its content)``.
 
     Raises:
         CheckpointError: missing, corrupt, or not a ding_lite checkpoint (for a folder: no
-            readable checkpoint in it).
+            readable checkpoint in it). One line, naming the file.
     """
     path = Path(path)
-    if not path.is_dir():
-        return path, _read_one(path)
-    found = checkpoints(path)
-    if not found:
-        raise CheckpointError(f"no checkpoint (ckpt_iter*.pt) in {path}")
-    errors = []
-    for candidate in found:
-        try:
-            state = _read_one(candidate)
-        except CheckpointError as err:
-            get_logger("learner").warning(f"skipping unreadable checkpoint: {err}")
-            errors.append(str(err))
-            continue
-        return candidate, state
-    raise CheckpointError(f"no readable checkpoint in {path}: {errors[0]}")
+    if path.is_dir():
+        return _newest_readable(path)
+    return path, _read_one(path)
+
+
+def latest_valid_checkpoint(folder: str | Path) -> Path | None:
+    """The newest ``ckpt_iter*.pt`` of ``folder`` that reads as a ding_lite checkpoint.
+
+    The file a resume from ``folder`` loads (``read_checkpoint(folder)``); unreadable newer
+    ones are skipped with a warning naming them. Reads each file it checks.
+
+    Returns:
+        Its path, or None when ``folder`` holds no readable checkpoint (or does not exist).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    try:
+        return _newest_readable(folder)[0]
+    except CheckpointError:
+        return None
 
 
 def rotate_checkpoints(folder: str | Path, keep: int) -> None:

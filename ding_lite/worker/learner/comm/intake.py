@@ -9,7 +9,6 @@ coordinator's ledger can account for it.
 
 from __future__ import annotations
 
-import errno
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import torch
 
 from ding_lite.data.files import read_rollout, reject_file
 from ding_lite.data.spec import RolloutSpec, validate_rollout
+from ding_lite.utils.errors import is_disk_full
 from ding_lite.utils.paths import UnsafePathError, parse_rollout_path, resolve_inside
 from ding_lite.utils.stop import DISK_FULL, LEARNER_FAILED
 
@@ -154,24 +154,6 @@ def one_line(err: BaseException) -> str:
     """``"ExcType: first line of the message"``."""
     text = str(err).strip()
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
-
-
-def is_disk_full(err: BaseException) -> bool:
-    """Whether ``err`` (or an error it was raised from) is a full disk (ENOSPC)."""
-    try:  # added to utils/errors.py by the disk-full work; older trees lack it
-        from ding_lite.utils.errors import DiskFullError
-    except ImportError:
-        DiskFullError = ()  # noqa: N806 - isinstance(x, ()) is always False
-    seen = 0
-    current: BaseException | None = err
-    while current is not None and seen < 16:
-        if isinstance(current, DiskFullError):
-            return True
-        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
-            return True
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return False
 
 
 def failure_of(err: BaseException) -> tuple[str, str]:

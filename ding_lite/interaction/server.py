@@ -33,7 +33,9 @@ OPEN_FILES_TARGET = 65536
 """The soft open-file limit a server raises its process to (capped by the hard limit)."""
 
 _CLEANUP_INTERVAL_S = 1  # how often idle connections are looked for
-_POLL_TIMEOUT_S = 0.5  # the event loop wakes this often even when nothing happens
+# How often the event loop wakes when nothing happens. waitress takes whole seconds here
+# (int(0.5) == 0 made every server's loop spin at full speed).
+_POLL_TIMEOUT_S = 1
 _FLUSH_WAIT_S = 0.5  # at stop, how long answers already computed may take to go out
 _HEADER_LIMIT_BYTES = 64 * 1024  # our requests carry one token header and a JSON body
 _BODY_SLACK_BYTES = 64 * 1024

@@ -256,3 +256,19 @@ def test_stop_frees_the_port_while_clients_hold_connections(release: threading.E
         keep_alive.close()
     finally:
         close_all(socks)
+
+
+def test_idle_servers_do_not_spin(release: threading.Event) -> None:
+    """waitress reads its poll timeout as whole seconds: 0.5 became 0 and every idle server
+    polled in a busy loop (16 of them used a core). Idle servers must cost next to no CPU."""
+    servers = [HttpServer(build_app(release), name=f"idle{i}").start() for i in range(4)]
+    try:
+        requests.get(f"http://{servers[0].address}/", timeout=5)  # a served request first
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        time.sleep(1.0)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+    finally:
+        for server in servers:
+            server.stop()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 0.25, f"4 idle servers used {cpu:.2f} s of CPU in 1 s"

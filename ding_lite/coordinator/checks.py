@@ -9,6 +9,7 @@ coordinator compares the mean return with ``stop_value`` itself).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from ding_lite.utils.stop import STOP_REASONS
 
 MAX_LIST = 100_000  # longest list a result may carry (episode returns, latencies, files)
 MAX_SAMPLES = 1 << 31
+_CKPT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}\.pt")  # a file name, never a path
 
 
 class ResultError(ValueError):
@@ -76,7 +78,17 @@ def check_learner_start(out: dict, path_policy: str | Path) -> dict[str, Any]:
         "published_at": published,
         "envstep": _int(out, "envstep"),
         "batch_size": _int(out, "batch_size", 1),
+        "checkpoint": _checkpoint_name(out.get("checkpoint")),
     }
+
+
+def _checkpoint_name(value: Any) -> str | None:
+    """The name of the checkpoint file a learner resumed from (None: it started afresh)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _CKPT_NAME.fullmatch(value):
+        raise ResultError(f"field 'checkpoint' must be a checkpoint file name, got {value!r:.80}")
+    return value
 
 
 def check_learner_state(out: dict) -> tuple[str | None, str]:

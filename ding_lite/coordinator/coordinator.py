@@ -232,6 +232,9 @@ class Coordinator:
         else:
             self.logger.info(f"learner {lid} resumed at policy v{start['policy_version']}")
             self.collectors.sync(self._policy, rollback=True)
+        loaded = start["checkpoint"] or "~"  # "~" sorts after every checkpoint name
+        if skipped := sorted(p.name for p in ckpt.glob("ckpt_iter*.pt") if p.name > loaded):
+            self.logger.warning(f"learner resumed from {loaded}; unreadable: {', '.join(skipped)}")
         self.watchdog.restart_clock()
         return True
 

@@ -83,6 +83,8 @@ def test_resume_after_a_kill_during_a_checkpoint_save(chaos):
     said = chaos.output("resume") + "".join(chaos.log(p.stem) for p in chaos.files("logs"))
     warned = [line for line in said.splitlines() if newest.name in line]
     assert any(re.search(r"warn|skip|corrupt|unreadable", w, re.I) for w in warned), warned
+    # The coordinator's log says it too, beside the resume line.
+    assert f"unreadable: {newest.name}" in chaos.log("coordinator")
     assert not tmp.exists() and not list(ckpt_dir.glob(".*.tmp"))
     assert_ledger_balanced(result)
 

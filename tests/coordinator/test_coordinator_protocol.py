@@ -262,3 +262,21 @@ def test_reported_paths_outside_path_data_are_refused(tmp_path):
     coordinator.collectors.take_output("collector0", {"files": [{"path": p} for p in paths]})
     assert coordinator.queue.samples == 0 and coordinator.queue.counts["written"] == 0
     assert outside.exists()
+
+
+@pytest.mark.parametrize("name", ["../ckpt_iter1.pt", "/etc/passwd", "ckpt", 7, "x" * 200 + ".pt"])
+def test_a_forged_checkpoint_name_in_a_start_result_is_refused(tmp_path, name):
+    from ding_lite.coordinator.checks import ResultError, check_learner_start
+
+    policy = tmp_path / "policy" / "policy_v00000003.pt"
+    out = {
+        "policy_path": str(policy),
+        "policy_version": 3,
+        "published_at": time.time(),
+        "envstep": 10,
+        "batch_size": 4,
+        "checkpoint": "ckpt_iter00000003.pt",
+    }
+    assert check_learner_start(out, tmp_path / "policy")["checkpoint"] == "ckpt_iter00000003.pt"
+    with pytest.raises(ResultError, match="field 'checkpoint'"):
+        check_learner_start({**out, "checkpoint": name}, tmp_path / "policy")

@@ -341,11 +341,14 @@ def test_learner_start_get_data_and_close_results(tmp_path):
             "policy_path",
             "policy_version",
             "resumed_from",
+            "checkpoint",
             "envstep",
             "batch_size",
             "published_at",
         }
         assert start["policy_version"] == 0 and start["resumed_from"] is None
+        assert start["checkpoint"] is None
+        assert "``checkpoint`` (the file name it loaded, or" in page_text()
         assert start["policy_path"] == str(tmp_path / "policy" / "policy_v00000000.pt")
         n_steps, num_envs = cfg.policy.collect.n_steps, cfg.env.num_envs
         assert start["batch_size"] == n_steps * num_envs * cfg.system.collectors
@@ -453,6 +456,7 @@ class ScriptedTransport:
             "policy_path": str(self.path_policy / f"policy_v{self.iteration:08d}.pt"),
             "policy_version": self.iteration,
             "resumed_from": self.iteration if resumed else None,
+            "checkpoint": f"ckpt_iter{self.iteration:08d}.pt" if resumed else None,
             "envstep": 0,
             "batch_size": self.start_batch,
             "published_at": 0.0,

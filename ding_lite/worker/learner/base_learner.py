@@ -73,6 +73,8 @@ class BaseLearner:
         self._get_data = get_data
         self._logger = get_logger(instance_name)
         self._last_iter = 0
+        #: The checkpoint file the last ``load_checkpoint`` restored (None before any).
+        self.loaded_checkpoint: Path | None = None
         self._envstep = 0
         self._learn_info: dict[str, float] = {}
         self._priority_info: dict[str, Any] = {}
@@ -297,6 +299,7 @@ class BaseLearner:
         for name, obj in self._states.items():
             if name in state["extra"]:
                 obj.load_state_dict(state["extra"][name])
+        self.loaded_checkpoint = path
         self._logger.info(f"loaded checkpoint {path} (iteration {self._last_iter})")
 
     # --- properties ----------------------------------------------------------------------

@@ -170,6 +170,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "batch_size": batch,
             "published_at": time.time(),
             "resumed_from": learner.last_iter if resumed else None,
+            "checkpoint": loaded.name if (loaded := learner.loaded_checkpoint) else None,
         }
 
     def get_data_task(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -258,6 +258,7 @@ def test_resume_removes_policies_newer_than_the_checkpoint(tmp_path, start):
     ckpt = str(tmp_path / "run" / "ckpt")
     second, result = start(*over, f"learner.hook.load_ckpt_before_run={ckpt}")
     assert result["resumed_from"] == 3 and result["policy_version"] == 3
+    assert result["checkpoint"] == "ckpt_iter00000003.pt"
     assert result["policy_path"] == str(policy_file(path_policy, 3))
     assert sorted(policy_versions(path_policy)) == [3]
     assert result["envstep"] == 3 * N

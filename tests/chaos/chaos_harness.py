@@ -31,6 +31,10 @@ FAST = [
 ]
 # A run that only a limit ends (--max-train-iter), never "solved".
 NEVER_SOLVED = ["evaluator.stop_value=none", "max_env_step=100000000"]
+# Iterations of a run that a fault must land in the middle of: about 10 s of CartPole on 2
+# cores (~0.15 s an iteration), several times what a process joining the run takes to start.
+RUN_ITERS = 60
+LIMITED_RUN = ["--max-train-iter", str(RUN_ITERS), *NEVER_SOLVED]
 SENTINEL_TEXT = "a file beside the run dir: no run may touch it\n"
 
 

@@ -14,10 +14,16 @@ import threading
 import urllib.request
 
 import pytest
-from chaos_harness import FAST, NEVER_SOLVED, assert_ledger_balanced, stderr_lines, wait_for
+from chaos_harness import (
+    FAST,
+    LIMITED_RUN,
+    RUN_ITERS,
+    assert_ledger_balanced,
+    stderr_lines,
+    wait_for,
+)
 
 EXP = ["-c", "cartpole_ppo_parallel"]
-TEN_ITERS = ["--max-train-iter", "10", *NEVER_SOLVED]
 TOKEN = "chaos-known-token-5f0c9a7e"
 
 
@@ -31,7 +37,7 @@ def test_second_collector_with_an_id_in_use_is_refused(chaos):
     """A second ``collector --worker-id collector0`` (right token) exits non-zero with one
     line saying the id is in use; the live collector0 keeps its place and the run finishes
     (the issue: the id was silently taken and the run stalled for ever)."""
-    proc = chaos.launch(*EXP, *TEN_ITERS, *FAST, f"system.token={TOKEN}")
+    proc = chaos.launch(*EXP, *LIMITED_RUN, *FAST, f"system.token={TOKEN}")
     address = chaos.address()
     assert wait_for(lambda: _started(chaos, "collector0"), 60), chaos.report()
     dup = chaos.command(
@@ -47,7 +53,7 @@ def test_second_collector_with_an_id_in_use_is_refused(chaos):
     assert "collector0" in err[0] and "in use" in err[0], err
     assert chaos.finish(proc, 100) == 0, chaos.report()
     result = chaos.result()
-    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 10
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == RUN_ITERS
     assert "stopping" not in chaos.log("collector0"), chaos.log("collector0")  # not evicted
     assert_ledger_balanced(result)
 
@@ -62,7 +68,7 @@ def test_rollout_file_with_the_wrong_observation_shape_is_rejected(chaos):
 
     from ding_lite.data.files import write_rollout
 
-    proc = chaos.launch(*EXP, *TEN_ITERS, *FAST)
+    proc = chaos.launch(*EXP, *LIMITED_RUN, *FAST)
     chaos.address()
     assert wait_for(lambda: chaos.newest_policy() >= 1, 60), chaos.report()
     version = chaos.newest_policy()
@@ -75,7 +81,7 @@ def test_rollout_file_with_the_wrong_observation_shape_is_rejected(chaos):
     meta = write_rollout(chaos.dir / "data", "collector0", 99_999_999, bad, policy_version=version)
     assert chaos.finish(proc, 100) == 0, chaos.report()
     result = chaos.result()
-    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 10
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == RUN_ITERS
     assert result["ledger"]["dropped_invalid"] >= 1, result["ledger"]
     assert_ledger_balanced(result)
     rejected = list((chaos.dir / "rejected").glob("*99999999*"))
@@ -93,7 +99,7 @@ def test_collector_that_cannot_use_its_device_is_dropped(chaos):
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: --device cuda would start fine")
-    proc = chaos.launch(*EXP, *TEN_ITERS, *FAST, f"system.token={TOKEN}")
+    proc = chaos.launch(*EXP, *LIMITED_RUN, *FAST, f"system.token={TOKEN}")
     # It joins as the launcher's workers do, so its start task comes while the run trains.
     cuda = chaos.command(
         "cuda",
@@ -103,7 +109,7 @@ def test_collector_that_cannot_use_its_device_is_dropped(chaos):
     )
     assert chaos.finish(proc, 100) == 0, chaos.report()
     result = chaos.result()
-    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 10
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == RUN_ITERS
     dropped = [
         line
         for line in chaos.log("coordinator").splitlines()
@@ -125,7 +131,7 @@ def test_forged_learner_registered_before_the_real_one(chaos):
     dead = socket.socket()  # bound, never listening: connections to it are refused
     dead.bind(("127.0.0.1", 0))
     try:
-        proc = chaos.launch(*EXP, *TEN_ITERS, *FAST, f"system.token={TOKEN}")
+        proc = chaos.launch(*EXP, *LIMITED_RUN, *FAST, f"system.token={TOKEN}")
         address = chaos.address(timeout=60)
         body = {
             "worker_id": "learner-forged",
@@ -145,7 +151,7 @@ def test_forged_learner_registered_before_the_real_one(chaos):
     finally:
         dead.close()
     result = chaos.result()
-    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 10
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == RUN_ITERS
     assert "learner-forged" in chaos.log("coordinator")
     assert_ledger_balanced(result)
 
@@ -205,12 +211,12 @@ def test_1100_half_open_connections_do_not_disturb_a_run(chaos):
     flood = None
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
-        proc = chaos.launch(*EXP, *TEN_ITERS, *FAST)
+        proc = chaos.launch(*EXP, *LIMITED_RUN, *FAST)
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         flood = HalfOpen(chaos.address(), 1100)
         assert chaos.finish(proc, 120) == 0, chaos.report()
         result = chaos.result()
-        assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 10
+        assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == RUN_ITERS
         assert result["failed_tasks"] == 0, result
         assert_ledger_balanced(result)
     finally:

@@ -10,7 +10,9 @@ import signal
 import pytest
 from chaos_harness import (
     FAST,
+    LIMITED_RUN,
     NEVER_SOLVED,
+    RUN_ITERS,
     assert_ledger_balanced,
     processes_with,
     stderr_lines,
@@ -94,12 +96,10 @@ def test_resume_after_a_kill_during_a_checkpoint_save(chaos):
 def test_a_second_run_on_the_same_dir_is_refused(chaos):
     """Two runs at once with the same --exp-dir: the second exits 2 with one line naming the
     first one's pid, touching nothing; the first finishes (the issue: both ran, one log)."""
-    first = chaos.launch(*EXP, "--max-train-iter", "10", *NEVER_SOLVED, *FAST)
+    first = chaos.launch(*EXP, *LIMITED_RUN, *FAST)
     chaos.address()
     config = (chaos.dir / "config.json").read_bytes()
-    second = chaos.launch(
-        *EXP, "--max-train-iter", "10", *NEVER_SOLVED, *FAST, name="second", split=True
-    )
+    second = chaos.launch(*EXP, *LIMITED_RUN, *FAST, name="second", split=True)
     assert chaos.finish(second, 30, "second") == 2, chaos.errors("second")
     lines = stderr_lines(chaos.errors("second"))
     assert len(lines) == 1 and str(first.pid) in lines[0], lines
@@ -107,7 +107,7 @@ def test_a_second_run_on_the_same_dir_is_refused(chaos):
     assert (chaos.dir / "config.json").read_bytes() == config
     assert chaos.finish(first, 100) == 0, chaos.report()
     result = chaos.result()
-    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 10
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == RUN_ITERS
     assert chaos.log("coordinator").count("master serving on") == 1  # one run wrote here
     assert_ledger_balanced(result)
 

@@ -11,10 +11,9 @@ import signal
 import time
 
 import pytest
-from chaos_harness import FAST, NEVER_SOLVED, assert_ledger_balanced, send, wait_for
+from chaos_harness import FAST, LIMITED_RUN, RUN_ITERS, assert_ledger_balanced, send, wait_for
 
 EXP = ["-c", "cartpole_ppo_parallel"]
-TEN_ITERS = ["--max-train-iter", "10", *NEVER_SOLVED]
 
 
 def _pause(pid: int, seconds: float) -> None:
@@ -30,14 +29,14 @@ def _pause(pid: int, seconds: float) -> None:
 def test_collector_paused_past_its_tolerance_then_resumed(chaos):
     """SIGSTOP one collector for 6 s (tolerance 3 s), then SIGCONT: the run finishes its
     iterations and every rollout it wrote is accounted for (the issue: hung for ever)."""
-    proc = chaos.launch(*EXP, *TEN_ITERS, *FAST)
+    proc = chaos.launch(*EXP, *LIMITED_RUN, *FAST)
     address = chaos.address()
     assert wait_for(lambda: chaos.newest_policy() >= 1, 60), chaos.report()
     (victim,) = chaos.worker_pids(address, "collector1")
     _pause(victim, 6.0)
     assert chaos.finish(proc, 100) == 0, chaos.report()
     result = chaos.result()
-    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 10
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == RUN_ITERS
     assert "collector1 lost" in chaos.log("coordinator"), chaos.report()
     assert_ledger_balanced(result)
     assert not [p for p in chaos.files("data", "**/*") if p.is_file()]
@@ -71,14 +70,14 @@ def test_learner_paused_past_its_tolerance_is_replaced(chaos):
     by learner0.r1 from its checkpoint; the run still finishes its iterations, exit 0 (the
     issue: exit 1 and every iteration lost)."""
     fast = [*FAST, "system.heartbeat_tolerance=2.0", "learner.hook.save_ckpt_after_iter=2"]
-    proc = chaos.launch(*EXP, *TEN_ITERS, *fast)
+    proc = chaos.launch(*EXP, *LIMITED_RUN, *fast)
     address = chaos.address()
     assert wait_for(lambda: chaos.files("ckpt", "ckpt_iter*.pt"), 60), chaos.report()
     (victim,) = chaos.worker_pids(address, "learner0")
     _pause(victim, 6.0)
     assert chaos.finish(proc, 100) == 0, chaos.report()
     result = chaos.result()
-    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 10
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == RUN_ITERS
     assert result["restarts"] >= 1, result
     assert (chaos.dir / "logs" / "learner0.r1.log").exists(), chaos.report()
     assert "learner0.r1 resumed" in chaos.log("coordinator"), chaos.report()
@@ -90,7 +89,7 @@ def test_learner_paused_past_its_tolerance_is_replaced(chaos):
 def test_all_collectors_gone_ends_the_run_as_no_collectors(chaos):
     """No restart allowed, both collectors SIGKILLed: exit 1 within the watchdog's time,
     stop_reason no_collectors, one clear line and no traceback."""
-    proc = chaos.launch(*EXP, *TEN_ITERS, *FAST, "system.max_restarts=0")
+    proc = chaos.launch(*EXP, *LIMITED_RUN, *FAST, "system.max_restarts=0")
     address = chaos.address()
     assert wait_for(lambda: chaos.newest_policy() >= 1, 60), chaos.report()
     victims = chaos.worker_pids(address, "collector0") + chaos.worker_pids(address, "collector1")

@@ -88,6 +88,7 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     # Adam divides by sqrt(v) + eps: 0 gives 0/0 for a parameter with no gradient yet.
     "policy.learn.adam_eps": (lambda v: v > 0, "positive"),
     "policy.learn.weight_decay": (lambda v: v >= 0, "0 or more"),
+    "policy.model.obs_clip": (lambda v: v > 0, "positive"),
     "learner.max_iterations": (lambda v: v >= 1, "at least 1"),
     "device": (
         lambda v: v in ("cpu", "cuda", "auto") or v.startswith("cuda:"),

@@ -48,6 +48,11 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             zero_init_value=False,
             # Orthogonal initialisation of the layers.
             ortho_init=True,
+            # Normalize observations by running mean and variance (statistics in the model,
+            # updated from every rollout's raw observations after each update).
+            obs_norm=False,
+            # Normalized observations are clipped to [-obs_clip, obs_clip].
+            obs_clip=10.0,
         ),
         learn=dict(
             # Passes over each batch per iteration.
@@ -93,6 +98,9 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             value_warmup_iters=0,
             # Stop an iteration's epochs early when approx_kl exceeds this (None: never).
             target_kl=None,
+            # Divide rewards by a running estimate of the discounted return's standard
+            # deviation (per env copy, reset at episode ends), as SB3's VecNormalize does.
+            reward_scale=False,
         ),
         collect=dict(
             # Env steps per copy in one rollout (a batch is n_steps * num_envs samples).

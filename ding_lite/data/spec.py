@@ -10,7 +10,7 @@ or deleted.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -35,9 +35,15 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class RolloutSpec:
-    """The tensors a rollout holds, by key."""
+    """The tensors a rollout holds, by key.
+
+    ``fields`` are per-sample tensors ``[samples, *shape]``; ``stats`` are the running
+    statistics' summaries (``obs_norm_update``, ``ret_norm_update``): float64 ``[1, size]``
+    holding count, mean and M2 (see ``ding_lite.model.normalizer.summarize``).
+    """
 
     fields: Mapping[str, FieldSpec]
+    stats: Mapping[str, int] = field(default_factory=dict)
 
 
 def rollout_spec(
@@ -46,6 +52,7 @@ def rollout_spec(
     action_dtype: torch.dtype,
     *,
     float_dtype: torch.dtype | None = None,
+    stats: Mapping[str, int] | None = None,
 ) -> RolloutSpec:
     """The spec of a rollout as ``SerialCollector.collect()`` returns it.
 
@@ -55,6 +62,7 @@ def rollout_spec(
         action_dtype: the dtype of the actions the policy's collect mode returns.
         float_dtype: dtype of the collector's float buffers (obs, logp, value, adv, ret);
             default ``torch.get_default_dtype()``, what the collector allocates them with.
+        stats: summary sizes of the running statistics the rollout carries, by key.
     """
     fdt = float_dtype or torch.get_default_dtype()
     scalar = FieldSpec((), fdt)
@@ -66,7 +74,8 @@ def rollout_spec(
             "value": scalar,
             "adv": scalar,
             "ret": scalar,
-        }
+        },
+        dict(stats or {}),
     )
 
 
@@ -85,19 +94,27 @@ def probe_rollout_spec(env: Any, collect_mode: Any, device: Any = "cpu") -> Roll
     with torch.random.fork_rng(devices=devices), torch.inference_mode():
         obs, _ = env.reset(seed=0)
         action, _, _ = collect_mode.forward(obs.to(device))
-    return rollout_spec(tuple(env.obs_shape), tuple(action.shape[1:]), action.dtype)
+    stats = {}
+    for key, rms in (("obs_norm_update", "obs_rms"), ("ret_norm_update", "ret_rms")):
+        if getattr(collect_mode, rms, None) is not None:
+            stats[key] = getattr(collect_mode, rms).summary_size
+    return rollout_spec(tuple(env.obs_shape), tuple(action.shape[1:]), action.dtype, stats=stats)
 
 
 def _problem(data: Any, spec: RolloutSpec, expected_size: int) -> str | None:
     """The first way ``data`` differs from ``spec`` (None: it does not)."""
     if not isinstance(data, Mapping):
         return f"its data is a {type(data).__name__}, not a dict of tensors"
-    for key in spec.fields:
+    for key in [*spec.fields, *spec.stats]:
         if key not in data:
             return f"missing key '{key}'"
     for key in data:
-        if key not in spec.fields:
+        if key not in spec.fields and key not in spec.stats:
             return f"unexpected key '{str(key)[:40]}'"
+    for key, size in spec.stats.items():
+        problem = _summary_problem(key, data[key], size)
+        if problem is not None:
+            return problem
     first_key, length = None, None
     for key, want in spec.fields.items():
         value = data[key]
@@ -121,6 +138,20 @@ def _problem(data: Any, spec: RolloutSpec, expected_size: int) -> str | None:
         value = data[key]
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             return f"'{key}' holds non-finite values"
+    return None
+
+
+def _summary_problem(key: str, value: Any, size: int) -> str | None:
+    """What is wrong with a statistics summary (None: nothing)."""
+    if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
+        return f"'{key}' is not a dense tensor"
+    if value.dtype != torch.float64 or tuple(value.shape) != (1, size):
+        return f"'{key}' is {value.dtype} {tuple(value.shape)}, expected float64 (1, {size})"
+    if not bool(torch.isfinite(value).all()):
+        return f"'{key}' holds non-finite values"
+    dim = (size - 1) // 2
+    if value[0, 0] < 0 or bool((value[0, 1 + dim :] < 0).any()):
+        return f"'{key}' holds a negative count or sum of squares"
     return None
 
 

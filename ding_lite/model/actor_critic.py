@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from ..envs.spaces import ActionSpace, Box, Discrete, Hybrid
 from .dists import ActionBounds, ActionDist, CategoricalDist, GaussianDist, HybridDist
+from .normalizer import RunningNorm
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
@@ -65,6 +66,12 @@ class ActorCritic(nn.Module):
         zero_init_value: Zero the value head's weight and bias, so initial values are 0.
         ortho_init: Orthogonal init, gain sqrt(2) for hidden layers, 0.01 for the policy
             head and 1 for the value head, zero biases (PPO practice); else PyTorch's init.
+        obs_norm: Keep running observation statistics (``obs_rms``, a
+            :class:`RunningNorm`); callers normalize with :meth:`normalize_obs`. The model's
+            own forward passes never normalize: rollouts store normalized observations.
+        obs_clip: Normalized observations are clipped to [-obs_clip, obs_clip].
+        return_norm: Keep running statistics of the discounted return (``ret_rms``), by
+            which collectors scale rewards (``policy.learn.reward_scale``).
 
     Raises:
         ValueError: For an unknown activation, an unsupported or empty action space, or a
@@ -83,6 +90,9 @@ class ActorCritic(nn.Module):
         state_dependent_std: bool = False,
         zero_init_value: bool = False,
         ortho_init: bool = True,
+        obs_norm: bool = False,
+        obs_clip: float = 10.0,
+        return_norm: bool = False,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
@@ -116,6 +126,14 @@ class ActorCritic(nn.Module):
         self.log_std: nn.Parameter | None = None
         if self._kind == "box" and not state_dependent_std:
             self.log_std = nn.Parameter(torch.full((self._act_dim,), float(log_std_init)))
+        # Statistics are buffers: they go out with every policy file and checkpoint.
+        self.obs_rms = RunningNorm(shape, clip=obs_clip) if obs_norm else None
+        self.ret_rms = RunningNorm(()) if return_norm else None
+
+    def normalize_obs(self, obs: Tensor) -> Tensor:
+        """Raw observations ``[B, *obs_shape]`` normalized with the running statistics
+        (unchanged without ``obs_norm``)."""
+        return obs if self.obs_rms is None else self.obs_rms.normalize(obs)
 
     def _plan_heads(
         self, space: ActionSpace, state_dependent_std: bool
@@ -278,7 +296,8 @@ def build_model(
         action_space: The env's action space.
         **model_cfg: Keyword options of :class:`ActorCritic` (``hidden_sizes``,
             ``activation``, ``share_encoder``, ``log_std_init``, ``state_dependent_std``,
-            ``zero_init_value``, ``ortho_init``).
+            ``zero_init_value``, ``ortho_init``, ``obs_norm``, ``obs_clip``) and
+            ``return_norm`` (set by the policy from ``policy.learn.reward_scale``).
 
     Returns:
         The :class:`ActorCritic`.
@@ -286,7 +305,7 @@ def build_model(
     Raises:
         ValueError: For an unknown option, activation or action space.
     """
-    unknown = sorted(set(model_cfg) - set(MODEL_OPTIONS))
+    unknown = sorted(set(model_cfg) - set(MODEL_OPTIONS) - {"return_norm"})
     if unknown:
         raise ValueError(f"unknown model option(s) {unknown}; known: {', '.join(MODEL_OPTIONS)}")
     return ActorCritic(obs_shape, action_space, **model_cfg)  # type: ignore[arg-type]
@@ -300,5 +319,7 @@ MODEL_OPTIONS = (
     "state_dependent_std",
     "zero_init_value",
     "ortho_init",
+    "obs_norm",
+    "obs_clip",
 )
 """Keyword options :func:`build_model` accepts."""

@@ -48,6 +48,21 @@ class CollectMode:
         """Returns V(obs), shape [B]."""
         return self._policy._get_value(obs)
 
+    @property
+    def obs_rms(self) -> Any:
+        """The running observation statistics (a ``RunningNorm``), or None.
+
+        With them, ``forward`` and ``get_value`` take normalized observations: the collector
+        normalizes (and stores) them, and summarizes the raw ones for the learner.
+        """
+        return getattr(self._policy, "obs_rms", None)
+
+    @property
+    def ret_rms(self) -> Any:
+        """The running statistics of the discounted return by which rewards are scaled, or
+        None (no reward scaling)."""
+        return getattr(self._policy, "ret_rms", None)
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._policy.load_state_dict(state, model_only=True)
 
@@ -59,7 +74,8 @@ class EvalMode:
         self._policy = policy
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Returns the actions for a batch of observations."""
+        """Returns the actions for a batch of raw observations (normalized inside, with the
+        statistics as they are: evaluation never updates them)."""
         return self._policy._forward_eval(obs)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from torch import nn
 
 from ding_lite.envs.spaces import ActionSpace
 from ding_lite.model import build_model
+from ding_lite.model.normalizer import RunningNorm
 from ding_lite.policy.base import POLICY_REGISTRY, Policy
 from ding_lite.rl_utils import (
     entropy_loss,
@@ -50,7 +51,10 @@ class PPOPolicy(Policy):
         self.cfg = cfg
         learn = cfg.learn
         self.device = torch.device(device)
-        self.model = (model or build_model(obs_shape, action_space, **cfg.model)).to(self.device)
+        if model is None:
+            scale = learn.get("reward_scale", False)
+            model = build_model(obs_shape, action_space, **cfg.model, return_norm=scale)
+        self.model = model.to(self.device)
         self._optimizer: torch.optim.Optimizer | None = None
         self._adv_estimator = get_adv_estimator(learn.adv_estimator)
         self._total_iters = total_iters
@@ -85,6 +89,16 @@ class PPOPolicy(Policy):
         return self._optimizer
 
     @property
+    def obs_rms(self) -> RunningNorm | None:
+        """Running observation statistics (``policy.model.obs_norm``), in the model."""
+        return getattr(self.model, "obs_rms", None)
+
+    @property
+    def ret_rms(self) -> RunningNorm | None:
+        """Running discounted-return statistics (``policy.learn.reward_scale``)."""
+        return getattr(self.model, "ret_rms", None)
+
+    @property
     def adv_estimator(self):
         """The advantage estimator the collector should use (``.fn``, ``.normalize``)."""
         return self._adv_estimator
@@ -96,6 +110,16 @@ class PPOPolicy(Policy):
         return learn.learning_rate * max(0.0, 1.0 - self._iter / self._total_iters)
 
     def _forward_learn(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One PPO update on ``data``, then the rollouts' statistics summaries are merged
+        (``obs_norm_update`` / ``ret_norm_update``, one row per rollout): the next policy
+        version carries them, while this update used the observations as stored."""
+        info = self._update(data)
+        for key, rms in (("obs_norm_update", self.obs_rms), ("ret_norm_update", self.ret_rms)):
+            if rms is not None and key in data:
+                rms.merge(data[key])
+        return info
+
+    def _update(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
         learn = self.cfg.learn
         lr = self._learning_rate()
         for group in self.optimizer.param_groups:
@@ -222,6 +246,8 @@ class PPOPolicy(Policy):
 
     @torch.inference_mode()
     def _forward_eval(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.obs_rms is not None:
+            obs = self.obs_rms.normalize(obs)
         action, _, _ = self.model.act(obs, deterministic=self._deterministic_eval)
         return action
 

@@ -59,11 +59,14 @@ def test_same_seed_same_parameters(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env", ["cartpole", "pendulum"])
-def test_resume_in_a_new_process_is_bit_exact(tmp_path, env):
-    """k iterations straight == j iterations, then a new process resuming to k."""
+@pytest.mark.parametrize("env,norm", [("cartpole", False), ("pendulum", False), ("pendulum", True)])
+def test_resume_in_a_new_process_is_bit_exact(tmp_path, env, norm):
+    """k iterations straight == j iterations, then a new process resuming to k; with
+    observation normalization and reward scaling too (statistics, running returns)."""
     k, j = 6, 2
     extra = SMALL + [
+        f"policy.model.obs_norm={norm}",
+        f"policy.learn.reward_scale={norm}",
         f"env.name={env}",
         "policy.learn.lr_anneal=true",
         "max_env_step=4096",
@@ -100,6 +103,11 @@ def test_resume_in_a_new_process_is_bit_exact(tmp_path, env):
     assert resumed.result["train_iter"] == k
     assert resumed.result["envstep"] == straight.result["envstep"]
     assert torch.equal(params(straight), params(resumed))
+    state_a, state_b = straight.model.state_dict(), resumed.model.state_dict()
+    assert state_a.keys() == state_b.keys()
+    assert all(torch.equal(state_a[key], state_b[key]) for key in state_a)  # buffers too
+    if norm:
+        assert straight.model.obs_rms.count == k * 4 * 16 == straight.model.ret_rms.count
     opt_a = straight.optimizer.state_dict()["state"]
     opt_b = resumed.optimizer.state_dict()["state"]
     assert all(torch.equal(opt_a[i]["exp_avg"], opt_b[i]["exp_avg"]) for i in opt_a)

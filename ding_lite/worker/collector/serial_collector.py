@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from typing import Any
 
@@ -60,6 +61,8 @@ class SerialCollector:
         self.last_returns: list[float] = []
         self.last_lengths: list[int] = []
         self.last_outcomes: list[float] = []
+        # Each copy's running discounted return, for reward scaling (reset at episode ends).
+        self._running_return = torch.zeros(env.num_envs, device=env.device)
         self._alloc()
 
     def _alloc(self) -> None:
@@ -76,6 +79,9 @@ class SerialCollector:
         self._b_ep_return = torch.empty((T, B), device=dev)
         self._b_ep_length = torch.empty((T, B), dtype=torch.long, device=dev)
         self._b_ep_mask = torch.empty((T, B), dtype=torch.bool, device=dev)
+        obs_rms, ret_rms = _running_stats(self.policy)
+        self._b_raw_obs = torch.empty_like(self._b_obs) if obs_rms is not None else None
+        self._b_running_return = torch.empty_like(self._b_rewards) if ret_rms is not None else None
         self._b_actions: torch.Tensor | None = None
         self._b_ep_outcome: torch.Tensor | None = None  # allocated if the env reports outcomes
 
@@ -83,12 +89,26 @@ class SerialCollector:
     def collect(self) -> dict[str, torch.Tensor]:
         """Runs one rollout of ``n_steps`` env steps per copy.
 
+        With the policy's running statistics (``obs_rms``, ``ret_rms``), observations are
+        normalized and rewards scaled with them as they are (the policy version's), and the
+        rollout also carries summaries of the raw observations and running returns it saw.
+
         Returns:
             Flat [T * B, ...] tensors ``obs``, ``action``, ``logp`` (behaviour log-prob),
-            ``value``, ``adv``, ``ret`` for the policy's update.
+            ``value``, ``adv``, ``ret`` for the policy's update; ``obs_norm_update`` and
+            ``ret_norm_update`` (float64 ``[1, summary size]``) with the statistics on.
         """
-        obs = self._obs
+        obs_rms, ret_rms = _running_stats(self.policy)
+        if obs_rms is not None and obs_rms.count == 0:
+            obs_rms = _first_statistics(obs_rms, self._obs)
+        reward_std = ret_rms.std() if ret_rms is not None else 1.0
+        raw = self._obs
         for t in range(self.n_steps):
+            if obs_rms is not None:
+                self._b_raw_obs[t] = raw
+                obs = obs_rms.normalize(raw)
+            else:
+                obs = raw
             self._b_obs[t] = obs
             action, logp, value = self.policy.forward(obs)
             if self._b_actions is None:
@@ -98,10 +118,15 @@ class SerialCollector:
             self._b_actions[t] = action
             self._b_logprobs[t] = logp
             self._b_values[t] = value
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            self._b_rewards[t] = reward
+            raw, reward, terminated, truncated, info = self.env.step(action)
             self._b_terminated[t] = terminated
             torch.logical_or(terminated, truncated, out=self._b_dones[t])
+            if ret_rms is not None:
+                self._running_return.mul_(self.gamma).add_(reward)
+                self._b_running_return[t] = self._running_return
+                self._running_return.masked_fill_(self._b_dones[t], 0.0)
+                reward = reward / reward_std
+            self._b_rewards[t] = reward
             self._b_final_obs[t] = info["final_obs"]
             episode = info["episode"]
             self._b_ep_return[t] = episode["return"]
@@ -111,10 +136,13 @@ class SerialCollector:
                 if self._b_ep_outcome is None:
                     self._b_ep_outcome = torch.zeros_like(self._b_rewards)
                 self._b_ep_outcome[t] = episode["outcome"]
-        self._obs = obs
+        self._obs = raw
         T, B = self._b_rewards.shape
         # The obs after step t is the final obs for copies that ended, the next obs otherwise.
-        next_values = self.policy.get_value(self._b_final_obs.flatten(0, 1)).view(T, B)
+        final_obs = self._b_final_obs.flatten(0, 1)
+        if obs_rms is not None:
+            final_obs = obs_rms.normalize(final_obs)
+        next_values = self.policy.get_value(final_obs).view(T, B)
         advantages, returns = self.adv_estimator.fn(
             self._b_rewards,
             self._b_values,
@@ -134,7 +162,7 @@ class SerialCollector:
             self.last_outcomes = self._b_ep_outcome[mask].tolist()
             self.recent_outcomes.extend(self.last_outcomes)
         self.episodes += len(self.last_returns)
-        return {
+        data = {
             "obs": self._b_obs.flatten(0, 1).clone(),
             "action": self._b_actions.flatten(0, 1).clone(),
             "logp": self._b_logprobs.flatten(0, 1).clone(),
@@ -142,6 +170,11 @@ class SerialCollector:
             "adv": advantages.flatten(0, 1),
             "ret": returns.flatten(0, 1),
         }
+        if obs_rms is not None:
+            data["obs_norm_update"] = obs_rms.summarize(self._b_raw_obs).unsqueeze(0)
+        if ret_rms is not None:
+            data["ret_norm_update"] = ret_rms.summarize(self._b_running_return).unsqueeze(0)
+        return data
 
     def mean_recent_return(self, last: int = 20) -> float | None:
         """Mean return of the last ``last`` finished episodes (None before any finished)."""
@@ -172,6 +205,7 @@ class SerialCollector:
             "recent_returns": list(self.recent_returns),
             "recent_lengths": list(self.recent_lengths),
             "recent_outcomes": list(self.recent_outcomes),
+            "running_return": self._running_return.clone(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -184,3 +218,22 @@ class SerialCollector:
         self.recent_lengths = deque(state["recent_lengths"], maxlen=window)
         # Checkpoints written before outcomes were tracked have no such key.
         self.recent_outcomes = deque(state.get("recent_outcomes", ()), maxlen=window)
+        if "running_return" in state:  # older checkpoints have none (it was not used)
+            self._running_return = state["running_return"].to(self.env.device)
+
+
+def _running_stats(policy: Any) -> tuple[Any, Any]:
+    """The collect mode's ``(obs_rms, ret_rms)``; None for a policy without them."""
+    return getattr(policy, "obs_rms", None), getattr(policy, "ret_rms", None)
+
+
+def _first_statistics(obs_rms: Any, obs: torch.Tensor) -> Any:
+    """Statistics for a policy version that has none yet: those of the observations at
+    hand, so the first rollout is normalized too (and normalization is invariant to an
+    affine change of the observations from the first step on). A dimension that does not
+    vary in them is only centred. The policy's own statistics stay empty until the learner
+    merges the rollouts' summaries."""
+    first = copy.deepcopy(obs_rms)
+    first.merge(first.summarize(obs))
+    first.m2.masked_fill_(first.m2 == 0, float(first.count))  # variance 1
+    return first

@@ -52,7 +52,7 @@ def test_the_probed_spec_is_what_a_collector_writes(experiment):
     )
     rollout = {"policy_version": 0, "data": collector.collect()}
     validate_rollout(rollout, spec, 15, path="x.pt", expected_version=0)
-    assert set(spec.fields) == set(rollout["data"])
+    assert {*spec.fields, *spec.stats} == set(rollout["data"])
 
 
 def test_a_valid_rollout_passes():

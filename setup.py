@@ -26,9 +26,12 @@ setup(
     ],
     extras_require={
         "gym": ["gymnasium>=1.0"],
+        # gymnasium's MuJoCo envs (HalfCheetah-v5, Hopper-v5, ...): the mujoco wheel and
+        # what those envs import.
+        "mujoco": ["gymnasium[mujoco]>=1.0"],
         "render": ["matplotlib"],
-        "test": ["pytest", "pytest-timeout", "gymnasium>=1.0", "matplotlib"],
-        "bench": ["gymnasium>=1.0", "stable-baselines3"],
+        "test": ["pytest", "pytest-timeout", "gymnasium[mujoco]>=1.0", "matplotlib"],
+        "bench": ["gymnasium[mujoco]>=1.0", "stable-baselines3"],
     },
     entry_points={"console_scripts": ["ding-lite=ding_lite.entry.cli:main"]},
 )

@@ -36,6 +36,7 @@ EXPERIMENTS = (
     "pendulum_ppo_parallel",
     "aircombat_ppo",
     "aircombat_ppo_parallel",
+    "mujoco_ppo",
 )
 
 FLOAT32_MAX = 3.4028234663852886e38

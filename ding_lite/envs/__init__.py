@@ -93,6 +93,9 @@ def create_env(
     """
     if name.startswith(GYM_PREFIX):
         from ding_lite.envs.gym_adapter import GymVectorEnv
+        from ding_lite.envs.mujoco_log import route_mujoco_warnings
+
+        route_mujoco_warnings(name[len(GYM_PREFIX) :])  # not into MUJOCO_LOG.TXT in the cwd
 
         return GymVectorEnv(
             name[len(GYM_PREFIX) :], num_envs=num_envs, device=device, seed=seed, **kwargs

@@ -31,7 +31,7 @@ from ding_lite.envs import create_env
 from ding_lite.envs.aircombat import create_agent
 from ding_lite.envs.base import TensorVectorEnv
 from ding_lite.envs.from_config import build_env
-from ding_lite.policy import create_policy, load_policy
+from ding_lite.policy import create_policy, policy_from_checkpoint
 from ding_lite.utils.rng import set_seed
 from ding_lite.utils.stats import wilson_interval
 from ding_lite.worker.learner.base_learner import read_checkpoint
@@ -60,7 +60,7 @@ def ppo_match(ckpt: str | None, episodes: int, device: str, seed: int) -> tuple:
         policy = create_policy(cfg.policy, **spaces)
     else:
         path, state = read_checkpoint(ckpt)
-        policy = load_policy(cfg, path, state, **spaces)
+        policy = policy_from_checkpoint(cfg, path, state, **spaces)
     act = policy.eval_mode.forward
     return env, (lambda e, obs: act(obs), lambda done: None)
 

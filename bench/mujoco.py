@@ -19,6 +19,10 @@ time and return; rl-zoo's published Hopper return: 2410). Nothing is asserted.
 
     python bench/mujoco.py --envs HalfCheetah-v5,Hopper-v5,Walker2d-v5 --seeds 0-2
     python bench/mujoco.py --envs Hopper-v5 --seeds 0 --sb3
+    python bench/mujoco.py --envs "" --seeds 0 --sb3        # SB3 only
+
+Thread count: torch's default (the cores); ``OMP_NUM_THREADS=1`` gives each run one core,
+so two runs can share a 2-core machine (ding_lite's runs are given the same environment).
 """
 
 from __future__ import annotations
@@ -124,6 +128,25 @@ def run_sb3(env_id: str, seed: int, steps: int) -> dict:
     }
 
 
+def provenance() -> dict:
+    """What makes a figure reproducible: torch build, thread count, ding_lite commit."""
+    import torch
+
+    commit = subprocess.run(
+        ["git", "-C", str(_HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(_HERE), "status", "--porcelain", "--", "../ding_lite"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "commit": commit + ("+changes" if dirty else ""),
+    }
+
+
 def load(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -175,7 +198,8 @@ def main() -> None:
     args = parser.parse_args()
     path = Path(args.results)
     done = {(r["trainer"], r["env"], r["seed"], r["envstep"]) for r in load(path)}
-    plan = [("ding_lite", e, s) for e in args.envs.split(",") for s in parse_seeds(args.seeds)]
+    envs = [e for e in args.envs.split(",") if e]  # --envs "" with --sb3: SB3 only
+    plan = [("ding_lite", e, s) for e in envs for s in parse_seeds(args.seeds)]
     if args.sb3:
         plan += [("sb3", "Hopper-v5", s) for s in parse_seeds(args.seeds)]
     for trainer, env_id, seed in plan:
@@ -188,7 +212,7 @@ def main() -> None:
         else:
             figures = run_ding_lite(env_id, seed, args.steps, args.overrides)
         row = {"trainer": trainer, "env": env_id, "seed": seed, **figures}
-        row["date"] = time.strftime("%Y-%m-%d")
+        row.update(date=time.strftime("%Y-%m-%d"), **provenance())
         with path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
         print(f"  eval return {row['eval_return']:.1f} in {row['wall_s']:.0f} s", flush=True)

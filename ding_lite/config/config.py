@@ -44,6 +44,7 @@ FLOAT32_MAX = 3.4028234663852886e38
 # Value checks beyond the type: dotted key -> (predicate, what the value must be).
 _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "env.num_envs": (lambda v: v >= 1, "at least 1"),
+    "env.vector_mode": (lambda v: v in ("sync", "async"), "'sync' or 'async'"),
     "policy.learn.n_epochs": (lambda v: v >= 1, "at least 1"),
     "policy.learn.batch_size": (lambda v: v >= 1, "at least 1"),
     "policy.learn.learning_rate": (lambda v: v > 0, "positive"),

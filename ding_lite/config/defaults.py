@@ -29,6 +29,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         num_envs=8,
         # Extra keyword arguments of the env's constructor.
         kwargs={},
+        # How a gym:<id> env steps its copies: "sync" (one after the other in this process)
+        # or "async" (each in its own subprocess, gymnasium's AsyncVectorEnv). Bundled envs
+        # step all copies as one tensor batch and take only "sync".
+        vector_mode="sync",
     ),
     policy=dict(
         # Policy class from the policy registry.

@@ -123,7 +123,21 @@ def check_learn_info(out: dict, path_policy: str | Path) -> dict[str, Any]:
     scalars = out.get("scalars") or {}
     skipped = scalars.get("skipped_steps") if isinstance(scalars, dict) else None
     info["skipped_steps"] = None if skipped is None else int(_float(skipped, "skipped_steps", 0))
+    info["best_checkpoint"] = check_best(out)
     return info
+
+
+def check_best(out: dict) -> dict[str, Any] | None:
+    """What the learner's ``ckpt/best.pt`` holds, as it reports it (field ``best``)."""
+    best = out.get("best")
+    if best is None:
+        return None
+    if not isinstance(best, dict):
+        raise ResultError("field 'best' must be an object or null")
+    return {
+        "policy_version": _int(best, "policy_version"),
+        "return_mean": _float(best.get("return_mean"), "best.return_mean"),
+    }
 
 
 _OUTCOME_KEYS = ("trained", "dropped_stale", "dropped_invalid", "dropped_rollback")

@@ -179,9 +179,26 @@ class CollectorPool:
         c.status.episode_outcomes.extend(checked["episode_outcomes"])
         c.status.sync_latency_s.extend(checked["sync_latency_s"])
         for report in checked["evals"]:
-            c.record_eval(report)
+            self.record_eval(report)
         for why in checked["refused_evals"]:
             c.logger.warning(f"refused an evaluation from {cid}: {why}")
+
+    def record_eval(self, report: dict[str, Any]) -> None:
+        """Books an evaluation (already checked and re-judged by ``checks``)."""
+        c, win = self.c, report["win_rate"]
+        win_text = "" if win is None else f", win rate {win:.1%}"
+        c.logger.info(
+            f"eval of policy v{report['policy_version']}: return "
+            f"{report['return_mean']:.2f} over {report['n_episodes']} episodes{win_text}"
+        )
+        best = c.status.best_eval
+        if best is None or report["return_mean"] > best["return_mean"]:
+            # The learner writes ckpt/best.pt from this version's policy file.
+            c.status.best_eval = {k: report[k] for k in ("policy_version", "return_mean")}
+        if c.status.solved:
+            return  # the evaluation that solved the run stays the run's figure
+        c.status.eval_return, c.status.eval_win_rate = report["return_mean"], win
+        c.status.solved = report["solved"]
 
     # --- policy sync ---------------------------------------------------------------------
     def sync(self, policy: tuple[str, int, float], rollback: bool = False) -> None:

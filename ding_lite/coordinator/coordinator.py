@@ -10,6 +10,7 @@ lost or failed worker is handed to the supervisor (the launcher), which restarts
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 from ding_lite.config.config import to_plain
 from ding_lite.coordinator.checks import (
     ResultError,
+    check_best,
     check_learn_info,
     check_learner_start,
     check_learner_state,
@@ -291,7 +293,7 @@ class Coordinator:
         except (ResultError, KeyError, TypeError, ValueError) as err:
             return self._learner_task_failed("learner_get_data_task", f"bad result: {err}")
         files = self.queue.take(self._demand(), self.status.policy_version - system.max_policy_lag)
-        data = {"files": files, "envstep": self.status.envstep}
+        data = {"files": files, "envstep": self.status.envstep, **self._best_news()}
         outcome = self.transport.send_task(learner, "learner_learn_task", data, system.task_timeout)
         try:
             if not outcome.success:
@@ -302,6 +304,7 @@ class Coordinator:
             return self._learner_task_failed("learner_learn_task", str(err))
         self.queue.settle(info["outcome"])
         self.status.dropped = self.queue.dropped
+        self._best_told(data, info)
         self._learner_failures = 0
         if not self._learner_state(info["stop_reason"], info["error"]):
             return None
@@ -329,19 +332,6 @@ class Coordinator:
             self.collectors.sync(self._policy)
 
     # --- collectors' side ----------------------------------------------------------------
-    def record_eval(self, report: dict[str, Any]) -> None:
-        """Books an evaluation (already checked and re-judged by ``checks``)."""
-        win = report["win_rate"]
-        win_text = "" if win is None else f", win rate {win:.1%}"
-        self.logger.info(
-            f"eval of policy v{report['policy_version']}: return "
-            f"{report['return_mean']:.2f} over {report['n_episodes']} episodes{win_text}"
-        )
-        if self.status.solved:
-            return  # the evaluation that solved the run stays the run's figure
-        self.status.eval_return, self.status.eval_win_rate = report["return_mean"], win
-        self.status.solved = report["solved"]
-
     def worker_failed(self, worker_id: str, role: str, reason: str) -> None:
         """A collector is lost or failed: the supervisor replaces it (under a fresh id)."""
         if self.supervisor is not None:
@@ -368,6 +358,19 @@ class Coordinator:
             self.queue.drop_missing()
         self.status.envstep = self._envstep_base + sum(self.collectors.envsteps.values())
 
+    def _best_news(self) -> dict[str, Any]:
+        """``{"best": ...}`` while the learner has not been told the best evaluation."""
+        best = self.status.best_eval
+        if best is None or self.status.best_sent == best["policy_version"]:
+            return {}
+        return {"best": best}
+
+    def _best_told(self, data: dict[str, Any], info: dict[str, Any]) -> None:
+        if "best" in data:
+            self.status.best_sent = data["best"]["policy_version"]
+        if info["best_checkpoint"] is not None:
+            self.status.best_checkpoint = info["best_checkpoint"]
+
     # --- the end -------------------------------------------------------------------------
     def _close(self) -> None:
         final_eval = not self.status.solved
@@ -377,12 +380,14 @@ class Coordinator:
         leftovers = self.queue.take_all()
         closed = None
         if self.learner is not None and self.learner in self.transport.worker_ids("learner"):
-            data = {"discard": leftovers}
+            data = {"discard": leftovers, **self._best_news()}
             closed = self.transport.send_task(
                 self.learner, "learner_close_task", data, self.close_timeout
             )
         if closed is not None and closed.success:
             self.queue.settle({"dropped_run_end": (closed.result or {}).get("dropped_run_end")})
+            with contextlib.suppress(ResultError):
+                self._best_told(data, {"best_checkpoint": check_best(closed.result or {})})
         self.queue.discard_rest()
         self.status.ledger = self.queue.ledger()
         self.status.dropped = self.queue.dropped

@@ -17,6 +17,9 @@ class RunStatus:
     eval_return: float | None = None
     eval_win_rate: float | None = None  # envs that report episode outcomes only
     solved: bool = False
+    best_eval: dict | None = None  # {"policy_version", "return_mean"} of the best evaluation
+    best_sent: int | None = None  # the best evaluation's version the learner has been told
+    best_checkpoint: dict | None = None  # what the learner's ckpt/best.pt holds (it says)
     done: bool = False
     stop_reason: str | None = None  # one of ding_lite.utils.stop.STOP_REASONS
     stop_detail: str = ""  # one line saying why, for failures

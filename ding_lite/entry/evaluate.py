@@ -11,7 +11,7 @@ from typing import Any
 from ding_lite.config.config import compile_config
 from ding_lite.entry import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
 from ding_lite.envs.from_config import build_env
-from ding_lite.policy import load_policy
+from ding_lite.policy import policy_from_checkpoint
 from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.rng import set_seed
@@ -55,7 +55,7 @@ def evaluate_checkpoint(
     set_seed(cfg.seed)
     dev = resolve_device(cfg.device)
     env = build_env(cfg, episodes, dev, cfg.seed)
-    policy = load_policy(
+    policy = policy_from_checkpoint(
         cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device=dev
     )
     result = Evaluator(env, policy.eval_mode, seed=cfg.seed).eval()

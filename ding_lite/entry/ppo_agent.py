@@ -18,7 +18,7 @@ from torch import Tensor
 from ding_lite.config.config import compile_config
 from ding_lite.envs import create_env
 from ding_lite.envs.aircombat.agents import Action, Agent, register_agent
-from ding_lite.policy import load_policy
+from ding_lite.policy import policy_from_checkpoint
 from ding_lite.utils.errors import ConfigError
 from ding_lite.worker.learner.base_learner import read_checkpoint
 
@@ -80,7 +80,7 @@ class PPOAgent(Agent):
             k: v for k, v in cfg.env.kwargs.items() if k not in ("opponent", "opponent_kwargs")
         }
         probe = create_env("aircombat", 1, opponent="placeholder", **env_kwargs)
-        self.policy = load_policy(
+        self.policy = policy_from_checkpoint(
             cfg,
             self.checkpoint,
             state,

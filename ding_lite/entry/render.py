@@ -20,7 +20,7 @@ from ding_lite.config.config import compile_config
 from ding_lite.entry import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.env import AirCombatEnv
-from ding_lite.policy import load_policy
+from ding_lite.policy import policy_from_checkpoint
 from ding_lite.utils.errors import ConfigError, DingLiteError
 from ding_lite.worker.learner.base_learner import read_checkpoint
 
@@ -115,7 +115,7 @@ def render_match(
         env = TrackedAirCombatEnv(num_envs=1, seed=seed, **env_kwargs)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"env.kwargs: {err}") from None
-    policy = load_policy(
+    policy = policy_from_checkpoint(
         cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device="cpu"
     )
     # Sampled actions (policy.eval.deterministic=false) come from the seeded global stream,

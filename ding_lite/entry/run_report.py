@@ -10,6 +10,7 @@ from typing import Any
 
 from ding_lite.coordinator import RunStatus
 from ding_lite.utils.log import build_tb_logger, close_tb_logger
+from ding_lite.utils.paths import BEST_CKPT
 from ding_lite.utils.stats import count_outcomes
 
 STATS_WINDOW = 100  # training episodes behind the status line's and result's win rate
@@ -126,6 +127,8 @@ def run_result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
         "eval_return_mean": status.eval_return,
         "train_return_mean": statistics.fmean(returns) if returns else None,
         "eval_win_rate": status.eval_win_rate,
+        "best_checkpoint": f"ckpt/{BEST_CKPT}" if status.best_checkpoint else None,
+        "best_eval_return": (status.best_checkpoint or {}).get("return_mean"),
         "train_win_rate": _win_rate(status.episode_outcomes[-STATS_WINDOW:]),
         "envstep": status.envstep,
         "train_iter": status.train_iter,

@@ -29,7 +29,7 @@ from ding_lite.utils.log import build_tb_logger, close_tb_logger, get_logger, se
 from ding_lite.utils.rng import set_seed
 from ding_lite.utils.stop import DISK_FULL, INTERRUPTED, RunInterrupted
 from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
-from ding_lite.worker.learner import BaseLearner, latest_checkpoint
+from ding_lite.worker.learner import BEST_CKPT, BaseLearner, BestEval, latest_checkpoint
 
 EVAL_SEED_OFFSET = 1_000_003
 
@@ -174,6 +174,8 @@ class SerialRun:
             stats_window=cfg.collector.stats_window,
         )
         self.learner.register_state("collector", self.collector)
+        self.best = BestEval(self.learner.ckpt_dir)
+        self.learner.register_state("best_eval", self.best)
         self.evaluator = Evaluator(
             self.eval_env,
             self.policy.eval_mode,
@@ -188,6 +190,8 @@ class SerialRun:
     def _evaluate(self, tb_logger: Any) -> None:
         result = self.last_eval = self.evaluator.eval()
         self.solved = self.solved or result.solved
+        if self.best.improves(result.return_mean, self.learner.last_iter):
+            self.learner.save_checkpoint(BEST_CKPT.removesuffix(".pt"))
         envstep = self.collector.envstep
         tb_logger.add_scalar("charts/eval_return", result.return_mean, envstep)
         win_text = ""
@@ -342,6 +346,8 @@ class SerialRun:
             "train_iter": self.learner.last_iter,
             "wall_s": round(wall, 3),
             "sps": round(sps, 1),
+            "best_checkpoint": f"ckpt/{BEST_CKPT}" if self.best.path.is_file() else None,
+            "best_eval_return": self.best.return_mean,
             "skipped_steps": getattr(self.policy, "skipped_steps", 0),
             "restarts": 0,  # the serial pipeline restarts nothing
         }

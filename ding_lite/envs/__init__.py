@@ -1,8 +1,9 @@
 """Batched tensor environments and the registry that builds them by name.
 
 ``create_env("cartpole", 64)`` builds a bundled env; ``create_env("gym:Acrobot-v1", 8)`` wraps
-any registered gymnasium env (needs the optional ``gymnasium`` dependency). Other packages
-add envs with :func:`register_env`.
+any registered gymnasium env (needs the optional ``gymnasium`` dependency), stepping its copies
+in this process or, with ``vector_mode="async"``, in subprocesses. Other packages add envs
+with :func:`register_env`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import torch
 from ding_lite.envs.aircombat import AirCombatEnv
 from ding_lite.envs.base import TensorVectorEnv
 from ding_lite.envs.cartpole import CartPoleEnv
+from ding_lite.envs.gym_adapter import VECTOR_MODES, GymVectorEnv
 from ding_lite.envs.pendulum import PendulumEnv
-from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid
+from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
 
 __all__ = [
     "ActionSpace",
@@ -27,8 +29,10 @@ __all__ = [
     "CartPoleEnv",
     "Discrete",
     "Hybrid",
+    "MultiDiscrete",
     "PendulumEnv",
     "TensorVectorEnv",
+    "VECTOR_MODES",
     "create_env",
     "list_envs",
     "register_env",
@@ -72,6 +76,8 @@ def create_env(
     num_envs: int,
     device: str | torch.device = "cpu",
     seed: int = 0,
+    *,
+    vector_mode: str = "sync",
     **kwargs: Any,
 ) -> TensorVectorEnv:
     """Builds ``num_envs`` copies of the env called ``name``.
@@ -81,24 +87,34 @@ def create_env(
         num_envs: Number of copies ``N`` stepped together.
         device: Device of the env's tensors.
         seed: Seed used by the env's first ``reset()`` called without a seed.
+        vector_mode: One of :data:`VECTOR_MODES`. ``"async"`` steps a ``gym:<id>`` env's
+            copies in subprocesses; bundled envs step all copies as one tensor batch, so
+            they take only ``"sync"``.
         **kwargs: Options of that env, e.g. ``max_episode_steps`` or ``dtype``.
 
     Returns:
         The env, ready for ``reset()``.
 
     Raises:
-        ValueError: Unknown env name.
+        ValueError: Unknown env name or vector mode, or ``"async"`` for a non-gymnasium env.
         TypeError: An option the env does not accept.
-        ImportError: ``gym:<id>`` without gymnasium installed.
+        ImportError: ``gym:<id>`` without gymnasium, or without a dependency of that env.
     """
+    if vector_mode not in VECTOR_MODES:
+        known = ", ".join(repr(m) for m in VECTOR_MODES)
+        raise ValueError(f"unknown vector_mode {vector_mode!r}; known: {known}")
     if name.startswith(GYM_PREFIX):
-        from ding_lite.envs.gym_adapter import GymVectorEnv
         from ding_lite.envs.mujoco_log import route_mujoco_warnings
 
         route_mujoco_warnings(name[len(GYM_PREFIX) :])  # not into MUJOCO_LOG.TXT in the cwd
 
         return GymVectorEnv(
-            name[len(GYM_PREFIX) :], num_envs=num_envs, device=device, seed=seed, **kwargs
+            name[len(GYM_PREFIX) :],
+            num_envs=num_envs,
+            device=device,
+            seed=seed,
+            vector_mode=vector_mode,
+            **kwargs,
         )
     if name not in _REGISTRY:
         known = ", ".join([*_REGISTRY, f"{GYM_PREFIX}<id>"])
@@ -107,6 +123,11 @@ def create_env(
         if close:
             message += f"; did you mean '{close[0]}'?"
         raise ValueError(message)
+    if vector_mode != "sync":
+        raise ValueError(
+            f"vector_mode {vector_mode!r} applies to gym:<id> envs only; '{name}' steps all "
+            "its copies as one tensor batch (use vector_mode 'sync')"
+        )
     factory = _REGISTRY[name]
     _check_kwargs(name, factory, kwargs)
     return factory(num_envs=num_envs, device=device, seed=seed, **kwargs)

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid
+from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
 
 StepResult = tuple[Tensor, Tensor, Tensor, Tensor, dict[str, Any]]
 
@@ -51,7 +51,9 @@ class TensorVectorEnv(abc.ABC):
     """
 
     name: str = "tensor_env"
-    clip_actions: bool = True  # clip Box actions to the bounds before the env sees them
+    # Clip Box actions to the bounds before the env sees them. The clipped tensor is a new
+    # one: the caller's action (what a collector stores and trains on) is left as sampled.
+    clip_actions: bool = True
 
     def __init__(
         self,
@@ -90,10 +92,10 @@ class TensorVectorEnv(abc.ABC):
         self._zero_return = torch.zeros((), dtype=torch.float32, device=self.device)
         self._zero_length = torch.zeros((), dtype=torch.int64, device=self.device)
         self._needs_reset = True
-        self._discrete = isinstance(action_space, Discrete)
-        if self._discrete:
+        self._discrete = isinstance(action_space, (Discrete, MultiDiscrete))
+        if isinstance(action_space, Discrete):
             self._action_shape: tuple[int, ...] = (num_envs,)
-        elif isinstance(action_space, (Box, Hybrid)):
+        elif isinstance(action_space, (Box, Hybrid, MultiDiscrete)):
             self._action_shape = (num_envs, action_space.dim)
         else:
             raise ValueError(f"unsupported action space {action_space!r}")
@@ -119,8 +121,8 @@ class TensorVectorEnv(abc.ABC):
         """Advances every copy by one step.
 
         Args:
-            action: Checked action: int64 ``[N]`` (Discrete) or float ``[N, dim]``, already
-                clipped to the Box bounds.
+            action: Checked action: int64 ``[N]`` (Discrete), int64 ``[N, k]``
+                (MultiDiscrete) or float ``[N, dim]``, already clipped to the Box bounds.
 
         Returns:
             ``(reward, terminated)``: float32 ``[N]`` and bool ``[N]``.
@@ -169,8 +171,9 @@ class TensorVectorEnv(abc.ABC):
         """Steps every copy once and resets the copies whose episode ended.
 
         Args:
-            action: int64 ``[N]`` for a Discrete space, float ``[N, dim]`` for Box/Hybrid.
-                Box actions outside the bounds are clipped.
+            action: int64 ``[N]`` for a Discrete space, int64 ``[N, k]`` for MultiDiscrete,
+                float ``[N, dim]`` for Box/Hybrid. Box actions outside the bounds are clipped
+                (into a new tensor; ``action`` itself is not changed).
 
         Returns:
             ``(obs, reward, terminated, truncated, info)``, see the class docstring.
@@ -271,7 +274,8 @@ class TensorVectorEnv(abc.ABC):
     def _prepare_action(self, action: Tensor) -> Tensor:
         """Moves ``action`` to the device, checks its shape and clips Box actions.
 
-        Only the shape is checked: checking values would need a host sync.
+        Only the shape is checked: checking values would need a host sync. Discrete and
+        MultiDiscrete actions come back as int64; a clipped Box action is a new tensor.
         """
         action = torch.as_tensor(action, device=self.device)
         if action.shape != self._action_shape:

@@ -12,7 +12,8 @@ from ding_lite.utils.errors import ConfigError
 
 
 def build_env(cfg: Any, num_envs: int, device: Any, seed: int) -> TensorVectorEnv:
-    """Creates ``cfg.env.name`` with ``cfg.env.kwargs``; a bad name or argument is a ConfigError.
+    """Creates ``cfg.env.name`` with ``cfg.env.kwargs`` and ``cfg.env.vector_mode``; a bad
+    name or argument, or a missing dependency of the env, is a ConfigError.
 
     Args:
         cfg: a resolved config (its ``env`` section is read).
@@ -28,7 +29,14 @@ def build_env(cfg: Any, num_envs: int, device: Any, seed: int) -> TensorVectorEn
             raise ConfigError(f"env.kwargs.dtype: unknown torch dtype '{kwargs['dtype']}'")
         kwargs["dtype"] = dtype
     try:
-        return create_env(cfg.env.name, num_envs, device=device, seed=seed, **kwargs)
+        return create_env(
+            cfg.env.name,
+            num_envs,
+            device=device,
+            seed=seed,
+            vector_mode=cfg.env.get("vector_mode", "sync"),
+            **kwargs,
+        )
     except (KeyError, ValueError, TypeError, ImportError) as err:
         message = err.args[0] if err.args else str(err)
         raise ConfigError(str(message)) from None

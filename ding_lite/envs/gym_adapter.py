@@ -1,15 +1,20 @@
 """Any registered gymnasium env behind the ``TensorVectorEnv`` interface (``gym:<id>``).
 
-The copies run in gymnasium's own ``SyncVectorEnv`` with same-step autoreset; this adapter
-converts its numpy results to tensors on the env's device, fills ``info["final_obs"]`` and
-computes the episode statistics itself. gymnasium is an optional dependency, imported only
-when such an env is built.
+The copies run in gymnasium's own ``SyncVectorEnv`` (or, with ``vector_mode="async"``, its
+``AsyncVectorEnv``: one subprocess per copy) with same-step autoreset; this adapter converts
+its numpy results to tensors on the env's device, fills ``info["final_obs"]`` and computes the
+episode statistics itself. Observations that are not a ``Box`` are flattened as gymnasium's
+``spaces.flatten`` does (one-hot for discrete parts); ``MultiDiscrete`` and ``MultiBinary``
+actions become our ``MultiDiscrete``. gymnasium is an optional dependency, imported only when
+such an env is built.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 import warnings
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -18,7 +23,14 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.base import StepResult, TensorVectorEnv
-from ding_lite.envs.spaces import ActionSpace, Box, Discrete
+from ding_lite.envs.spaces import ActionSpace, Box, Discrete, MultiDiscrete
+
+#: Batched gymnasium observations -> float32 ``[N, flat dim]``.
+BatchFlattener = Callable[[Any], np.ndarray]
+
+VECTOR_MODES = ("sync", "async")
+"""How the copies are stepped: ``"sync"`` one after the other in this process, ``"async"``
+each in its own subprocess (gymnasium's ``AsyncVectorEnv``)."""
 
 
 def import_gymnasium() -> ModuleType:
@@ -35,12 +47,18 @@ def import_gymnasium() -> ModuleType:
 class GymVectorEnv(TensorVectorEnv):
     """``num_envs`` copies of a gymnasium env, stepped on the CPU, returned as tensors.
 
-    Observations must be a ``Box`` (returned as float32 ``[N, *shape]``); actions a
-    ``Discrete`` (our ``Discrete(n)``, shifted by the space's ``start``) or a 1-D ``Box``.
-    Actions are passed to gymnasium unclipped, as gymnasium itself would receive them.
+    Observations: a ``Box`` comes back as float32 ``[N, *shape]``; ``Discrete``,
+    ``MultiDiscrete``, ``MultiBinary`` and ``Dict``/``Tuple`` spaces of these (nested too)
+    as the float32 ``[N, flat dim]`` that ``gymnasium.spaces.flatten`` gives each copy
+    (discrete parts one-hot). Actions: ``Discrete`` (our ``Discrete(n)``, shifted by the
+    space's ``start``), a 1-D ``Box``, ``MultiDiscrete`` (its ``nvec`` flattened and shifted
+    by ``start``) or ``MultiBinary`` (both our ``MultiDiscrete``, int64 ``[N, k]``).
+
+    ``Box`` actions are clipped to the space's bounds on the way to gymnasium only: the
+    tensor passed to :meth:`step` (what a collector stores, with its log-prob) is unchanged.
     """
 
-    clip_actions = False
+    clip_actions = True
 
     def __init__(
         self,
@@ -49,6 +67,7 @@ class GymVectorEnv(TensorVectorEnv):
         num_envs: int,
         device: str | torch.device = "cpu",
         seed: int | None = None,
+        vector_mode: str = "sync",
         **env_kwargs: Any,
     ) -> None:
         """Builds the gymnasium vector env.
@@ -58,12 +77,16 @@ class GymVectorEnv(TensorVectorEnv):
             num_envs: Number of copies ``N``.
             device: Device of the returned tensors.
             seed: Seed of the first :meth:`reset` called without one.
+            vector_mode: ``"sync"`` steps the copies one after the other in this process;
+                ``"async"`` steps each in its own subprocess. For the same seeds and actions
+                both give the same trajectories.
             **env_kwargs: Passed to ``gymnasium.make`` for every copy, e.g.
                 ``max_episode_steps`` or the env's own options.
 
         Raises:
-            ImportError: gymnasium is not installed.
-            ValueError: Unknown id, or a space this adapter cannot translate.
+            ImportError: gymnasium, or a dependency of this env (e.g. Box2D), is not
+                installed; the message says what to pip install.
+            ValueError: Unknown id or vector mode, or a space this adapter cannot translate.
             TypeError: An option the gymnasium env does not accept.
         """
         gym = import_gymnasium()
@@ -71,28 +94,34 @@ class GymVectorEnv(TensorVectorEnv):
             close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             raise ValueError(f"unknown gymnasium env '{env_id}'{hint}")
+        if vector_mode not in VECTOR_MODES:
+            known = ", ".join(repr(m) for m in VECTOR_MODES)
+            raise ValueError(f"unknown vector_mode {vector_mode!r}; known: {known}")
         try:
             env = gym.make_vec(
                 env_id,
                 num_envs=num_envs,
-                vectorization_mode="sync",
+                vectorization_mode=vector_mode,
                 vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
                 **env_kwargs,
             )
+        except gym.error.DependencyNotInstalled as err:
+            raise ImportError(_missing_dependency_message(env_id, err)) from err
         except TypeError as err:
             raise TypeError(
                 f"gym:{env_id} rejected option(s) {', '.join(sorted(env_kwargs))}: {err}"
             ) from err
         obs_space = env.single_observation_space
-        if not isinstance(obs_space, gym.spaces.Box):
-            env.close()
-            raise ValueError(
-                f"gym:{env_id} has observation space {obs_space}; only Box is supported"
-            )
         try:
-            action_space, self._action_start = _translate_action_space(
+            action_space, self._action_offset = _translate_action_space(
                 gym, env.single_action_space, env_id
             )
+            if isinstance(obs_space, gym.spaces.Box):
+                obs_shape = tuple(obs_space.shape)
+                self._flatten: BatchFlattener | None = None
+            else:
+                self._flatten = _batch_flattener(gym, obs_space, obs_space, env_id)
+                obs_shape = (int(gym.spaces.flatdim(obs_space)),)
         except ValueError:
             env.close()
             raise
@@ -100,15 +129,19 @@ class GymVectorEnv(TensorVectorEnv):
         max_steps = env_kwargs.get("max_episode_steps") or gym.spec(env_id).max_episode_steps
         super().__init__(
             num_envs=num_envs,
-            obs_shape=tuple(obs_space.shape),
+            obs_shape=obs_shape,
             action_space=action_space,
             max_episode_steps=max_steps,
             device=device,
             seed=seed,
         )
         self.name = f"gym:{env_id}"
+        self.vector_mode = vector_mode
         self._env = env
+        self._obs_space = obs_space
+        self._flatten_one = gym.spaces.flatten
         self._np_action_dtype = env.single_action_space.dtype
+        self._np_action_shape = (num_envs, *env.single_action_space.shape)
 
     def reset(self, seed: int | None = None) -> tuple[Tensor, dict[str, Any]]:
         """Resets every copy; a seed seeds copy ``i`` with ``seed + i`` (gymnasium's rule).
@@ -118,25 +151,27 @@ class GymVectorEnv(TensorVectorEnv):
         """
         obs, _ = self._env.reset(seed=self._take_seed(seed))
         self._clear_episodes()
-        return self._to_tensor(obs, torch.float32), {}
+        return self._to_tensor(self._observe(obs), torch.float32), {}
 
     def step(self, action: Tensor) -> StepResult:
         """Steps every copy; see :class:`TensorVectorEnv` for the returned tensors."""
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step()")
-        action = self._prepare_action(action)
-        np_action = action.detach().cpu().numpy()
-        if isinstance(self.action_space, Discrete):
-            np_action = np_action + self._action_start
+        np_action = self._prepare_action(action).detach().cpu().numpy()
+        if self._action_offset is not None:
+            np_action = np_action + self._action_offset
         obs, reward, terminated, truncated, gym_info = self._env.step(
-            np_action.astype(self._np_action_dtype, copy=False)
+            np_action.reshape(self._np_action_shape).astype(self._np_action_dtype, copy=False)
         )
+        obs = self._observe(obs)
         final_obs = obs
         if "final_obs" in gym_info:
             # gymnasium lists final observations only for the copies that ended.
             ended = gym_info["_final_obs"]
             final_obs = obs.copy()
-            final_obs[ended] = np.stack(gym_info["final_obs"][ended])
+            final_obs[ended] = np.stack(
+                [self._observe_one(o) for o in gym_info["final_obs"][ended]]
+            )
         obs_t = self._to_tensor(obs, torch.float32)
         reward_t = self._to_tensor(reward, torch.float32)
         terminated_t = self._to_tensor(terminated, torch.bool)
@@ -154,6 +189,16 @@ class GymVectorEnv(TensorVectorEnv):
 
     def _to_tensor(self, array: np.ndarray, dtype: torch.dtype) -> Tensor:
         return torch.as_tensor(np.asarray(array)).to(device=self.device, dtype=dtype, copy=True)
+
+    def _observe(self, obs: Any) -> np.ndarray:
+        """A batch of gymnasium observations as an array ``[N, *obs_shape]``."""
+        return obs if self._flatten is None else self._flatten(obs)
+
+    def _observe_one(self, obs: Any) -> np.ndarray:
+        """One copy's gymnasium observation as an array ``obs_shape``."""
+        if self._flatten is None:
+            return np.asarray(obs)
+        return np.asarray(self._flatten_one(self._obs_space, obs), dtype=np.float32)
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         warnings.warn(
@@ -173,14 +218,85 @@ class GymVectorEnv(TensorVectorEnv):
         raise NotImplementedError
 
 
-def _translate_action_space(gym: ModuleType, space: Any, env_id: str) -> tuple[ActionSpace, int]:
-    """Maps a gymnasium action space to ours; returns it and the Discrete start offset."""
-    if isinstance(space, gym.spaces.Discrete):
-        return Discrete(int(space.n)), int(space.start)
-    if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
+def _translate_action_space(
+    gym: ModuleType, space: Any, env_id: str
+) -> tuple[ActionSpace, np.ndarray | None]:
+    """Maps a gymnasium action space to ours.
+
+    Returns:
+        ``(space, offset)``: our space and what to add to our encoding (flat, ``[k]`` for a
+        MultiDiscrete) to get gymnasium's, None when nothing.
+    """
+    spaces = gym.spaces
+    if isinstance(space, spaces.Discrete):
+        start = np.asarray(space.start, dtype=np.int64)
+        return Discrete(int(space.n)), start if start != 0 else None
+    if isinstance(space, spaces.Box) and len(space.shape) == 1:
         low = tuple(float(v) for v in space.low)
         high = tuple(float(v) for v in space.high)
-        return Box(low=low, high=high), 0
+        return Box(low=low, high=high), None
+    if isinstance(space, spaces.MultiDiscrete):
+        start = np.asarray(space.start, dtype=np.int64).reshape(-1)
+        nvec = tuple(int(n) for n in space.nvec.reshape(-1))
+        return MultiDiscrete(nvec), start if start.any() else None
+    if isinstance(space, spaces.MultiBinary):
+        return MultiDiscrete((2,) * int(np.prod(space.shape))), None
     raise ValueError(
-        f"gym:{env_id} has action space {space}; only Discrete and 1-D Box are supported"
+        f"gym:{env_id} has action space {space}; supported: Discrete, 1-D Box, "
+        "MultiDiscrete, MultiBinary"
     )
+
+
+def _batch_flattener(gym: ModuleType, space: Any, top: Any, env_id: str) -> BatchFlattener:
+    """A function that flattens a batch of ``space``'s observations into float32
+    ``[N, flatdim(space)]``, row ``i`` equal to ``gymnasium.spaces.flatten(space, obs_i)``.
+
+    Batched observations are what a gymnasium vector env returns: an array ``[N, ...]`` per
+    leaf space, in a dict (``Dict``) or tuple (``Tuple``) of them.
+
+    Raises:
+        ValueError: ``space`` (``top`` is the whole observation space, for the message)
+            holds a space that does not flatten to a fixed-size vector.
+    """
+    spaces = gym.spaces
+    if isinstance(space, (spaces.Box, spaces.MultiBinary)):
+        return lambda x: np.asarray(x, dtype=np.float32).reshape(len(x), -1)
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        # One-hot per part: part j of copy i sets column offsets[j] + x[i, j] - start[j].
+        nvec = np.asarray(space.n if isinstance(space, spaces.Discrete) else space.nvec)
+        nvec = nvec.reshape(-1).astype(np.int64)
+        start = np.asarray(space.start, dtype=np.int64).reshape(-1)
+        shift = np.concatenate(([0], np.cumsum(nvec)[:-1])) - start
+        width = int(nvec.sum())
+
+        def one_hot(x: Any) -> np.ndarray:
+            cols = np.asarray(x, dtype=np.int64).reshape(len(x), -1) + shift
+            out = np.zeros((len(cols), width), dtype=np.float32)
+            np.put_along_axis(out, cols, 1.0, axis=1)
+            return out
+
+        return one_hot
+    if isinstance(space, spaces.Tuple):
+        parts = [_batch_flattener(gym, s, top, env_id) for s in space.spaces]
+        return lambda x: np.concatenate([f(v) for f, v in zip(parts, x, strict=True)], axis=1)
+    if isinstance(space, spaces.Dict):
+        fields = {k: _batch_flattener(gym, s, top, env_id) for k, s in space.spaces.items()}
+        return lambda x: np.concatenate([f(x[k]) for k, f in fields.items()], axis=1)
+    raise ValueError(
+        f"gym:{env_id} has observation space {top}; supported: Box, Discrete, MultiDiscrete, "
+        f"MultiBinary and Dict/Tuple of them, not {type(space).__name__}"
+    )
+
+
+def _missing_dependency_message(env_id: str, err: Exception) -> str:
+    """One line saying what ``gym:<env_id>`` lacks and how to install it, from gymnasium's
+    ``DependencyNotInstalled`` message (e.g. 'Box2D is not installed, ... `pip install
+    "gymnasium[box2d]"`')."""
+    text = " ".join(str(err).split())
+    missing = re.match(r"(\S+) is not installed", text)
+    what = missing.group(1) if missing else "a dependency that is not installed"
+    commands = re.findall(r"`(pip install [^`]+)`", text)
+    if not commands:
+        commands = re.findall(r"pip install \S+", text)
+    hint = ", then ".join(commands) if commands else text
+    return f"gym:{env_id} needs {what}: {hint}"

@@ -8,6 +8,7 @@ from .dists import (
     CategoricalDist,
     GaussianDist,
     HybridDist,
+    MultiCategoricalDist,
     pad_logits,
 )
 
@@ -21,6 +22,7 @@ __all__ = [
     "CategoricalDist",
     "GaussianDist",
     "HybridDist",
+    "MultiCategoricalDist",
     "build_model",
     "pad_logits",
 ]

@@ -9,8 +9,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..envs.spaces import ActionSpace, Box, Discrete, Hybrid
-from .dists import ActionBounds, ActionDist, CategoricalDist, GaussianDist, HybridDist
+from ..envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
+from .dists import (
+    ActionBounds,
+    ActionDist,
+    CategoricalDist,
+    GaussianDist,
+    HybridDist,
+    MultiCategoricalDist,
+)
 from .normalizer import RunningNorm
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
@@ -50,6 +57,8 @@ class ActorCritic(nn.Module):
     - ``Hybrid(continuous, discrete)``: mean and (always state-dependent) log-std of a
       tanh-squashed Gaussian mapped onto ``continuous``'s bounds, plus logits for each
       discrete part -> :class:`HybridDist`.
+    - ``MultiDiscrete(nvec)``: logits for each part, padded to the largest part with -inf
+      -> :class:`MultiCategoricalDist`.
 
     All policy outputs come from one linear layer that is then sliced, to keep the number
     of small kernels per forward low.
@@ -176,17 +185,30 @@ class ActorCritic(nn.Module):
             parts = tuple(int(n) for n in space.discrete)
             if any(n < 1 for n in parts):
                 raise ValueError(f"Hybrid discrete parts need >= 1 choice each; got {parts}")
-            self._n_parts = len(parts)
-            self._n_max = max(parts, default=0)
-            if len(set(parts)) > 1:
-                mask = torch.zeros(len(parts), self._n_max)
-                for i, n in enumerate(parts):
-                    mask[i, n:] = -math.inf
-                self.logits_mask = mask
+            self._plan_parts(parts)
             return "hybrid", 2 * d + self._n_parts * self._n_max, slice(d, 2 * d)
+        if isinstance(space, MultiDiscrete):
+            self._plan_parts(tuple(int(n) for n in space.nvec))
+            return "multi_discrete", self._n_parts * self._n_max, None
         raise ValueError(
-            f"unsupported action space {type(space).__name__}; supported: Discrete, Box, Hybrid"
+            f"unsupported action space {type(space).__name__}; supported: Discrete, Box, "
+            "Hybrid, MultiDiscrete"
         )
+
+    def _plan_parts(self, parts: tuple[int, ...]) -> None:
+        """Sets up ``k`` discrete parts whose logits are padded to the largest part."""
+        self._n_parts = len(parts)
+        self._n_max = max(parts, default=0)
+        if len(set(parts)) > 1:
+            mask = torch.zeros(len(parts), self._n_max)
+            for i, n in enumerate(parts):
+                mask[i, n:] = -math.inf
+            self.logits_mask = mask
+
+    def _part_logits(self, out: Tensor) -> Tensor:
+        """Logits [B, k, n_max] of the discrete parts from their head columns [B, k * n_max]."""
+        logits = out.unflatten(-1, (self._n_parts, self._n_max))
+        return logits if self.logits_mask is None else logits + self.logits_mask
 
     def _encode(self, layers: nn.ModuleList, x: Tensor) -> Tensor:
         # Functional calls skip nn.Module.__call__, a large share of the cost at small B.
@@ -212,6 +234,8 @@ class ActorCritic(nn.Module):
         out = F.linear(h_pi, head.weight, head.bias)
         if self._kind == "discrete":
             return CategoricalDist(out)
+        if self._kind == "multi_discrete":
+            return MultiCategoricalDist(self._part_logits(out))
         d = self._act_dim
         if self._kind == "box":
             if self.log_std is not None:
@@ -219,11 +243,7 @@ class ActorCritic(nn.Module):
             log_std = out[:, d:].clamp(LOG_STD_MIN, LOG_STD_MAX)
             return GaussianDist(out[:, :d], log_std)
         log_std = out[:, d : 2 * d].clamp(LOG_STD_MIN, LOG_STD_MAX)
-        logits = None
-        if self._n_parts:
-            logits = out[:, 2 * d :].unflatten(-1, (self._n_parts, self._n_max))
-            if self.logits_mask is not None:
-                logits = logits + self.logits_mask
+        logits = self._part_logits(out[:, 2 * d :]) if self._n_parts else None
         bounds = None
         if self._bounded:
             bounds = ActionBounds(self.action_loc, self.action_scale, self.action_log_scale)
@@ -265,8 +285,8 @@ class ActorCritic(nn.Module):
 
         Returns:
             ``(action, log_prob, value)``: actions in the space's encoding (int64 [B] for
-            Discrete, float [B, d] for Box and Hybrid), their log-probabilities [B] (equal to
-            ``get_dist(obs).log_prob(action)``) and values [B].
+            Discrete, int64 [B, k] for MultiDiscrete, float [B, d] for Box and Hybrid), their
+            log-probabilities [B] (equal to ``get_dist(obs).log_prob(action)``) and values [B].
         """
         dist, value = self(obs)
         action = dist.mode() if deterministic else dist.sample()

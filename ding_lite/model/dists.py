@@ -123,6 +123,43 @@ class CategoricalDist(ActionDist):
         return (self.probs * diff).sum(-1)
 
 
+class MultiCategoricalDist(ActionDist):
+    """Independent categorical parts (a :class:`~ding_lite.envs.spaces.MultiDiscrete`
+    action); log-probabilities, entropies and KLs sum over the parts.
+
+    Args:
+        logits: Logits [B, k, n_max], with choices a part lacks set to -inf (see
+            :func:`pad_logits`). Actions are int64 [B, k], column ``j`` part ``j``'s choice.
+    """
+
+    __slots__ = ("cat",)
+
+    def __init__(self, logits: Tensor) -> None:
+        self.cat = CategoricalDist(logits)
+
+    def sample(self) -> Tensor:
+        """Draws int64 actions [B, k]."""
+        return self.cat.sample()
+
+    def mode(self) -> Tensor:
+        """Returns each part's most likely choice, int64 [B, k]."""
+        return self.cat.mode()
+
+    def log_prob(self, action: Tensor) -> Tensor:
+        """Log-probability of ``action`` [B, k] (any int or float dtype): shape [B]."""
+        return self.cat.log_prob(action).sum(-1)
+
+    def entropy(self) -> Tensor:
+        """Sum of the parts' entropies, shape [B]."""
+        return self.cat.entropy().sum(-1)
+
+    def kl(self, other: ActionDist) -> Tensor:
+        """KL(self || other), summed over the parts: shape [B]."""
+        _check_same(self, other)
+        assert isinstance(other, MultiCategoricalDist)
+        return self.cat.kl(other.cat).sum(-1)
+
+
 class GaussianDist(ActionDist):
     """Diagonal Gaussian distributions; the log-probability sums over action dimensions.
 

@@ -1,7 +1,7 @@
 """Policies: one model seen through learn, collect and eval modes."""
 
 from ding_lite.policy.base import POLICY_REGISTRY, CollectMode, EvalMode, LearnMode, Policy
-from ding_lite.policy.ppo import PPOPolicy, create_policy, load_policy
+from ding_lite.policy.ppo import PPOPolicy, create_policy, policy_from_checkpoint
 
 __all__ = [
     "POLICY_REGISTRY",
@@ -11,5 +11,5 @@ __all__ = [
     "PPOPolicy",
     "Policy",
     "create_policy",
-    "load_policy",
+    "policy_from_checkpoint",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ding_lite.envs.spaces import ActionSpace
+from ding_lite.envs.spaces import ActionSpace, space_to_dict
 from ding_lite.model import build_model
 from ding_lite.model.normalizer import RunningNorm
 from ding_lite.policy.base import POLICY_REGISTRY, Policy
@@ -51,10 +51,12 @@ class PPOPolicy(Policy):
         self.cfg = cfg
         learn = cfg.learn
         self.device = torch.device(device)
+        scale = bool(learn.get("reward_scale", False))
         if model is None:
-            scale = learn.get("reward_scale", False)
             model = build_model(obs_shape, action_space, **cfg.model, return_norm=scale)
         self.model = model.to(self.device)
+        # What rebuilds the model without the env or the config (``ding_lite.load_policy``).
+        self.arch = model_arch(obs_shape, action_space, {**cfg.model, "return_norm": scale})
         self._optimizer: torch.optim.Optimizer | None = None
         self._adv_estimator = get_adv_estimator(learn.adv_estimator)
         self._total_iters = total_iters
@@ -252,8 +254,10 @@ class PPOPolicy(Policy):
         return action
 
     def state_dict(self) -> dict[str, Any]:
-        """Model, optimizer, LR-schedule and KL-penalty state (tensors and numbers only)."""
+        """Model, optimizer, LR-schedule and KL-penalty state (tensors and numbers only), and
+        the model's ``arch`` (see :func:`model_arch`)."""
         state: dict[str, Any] = {
+            "arch": self.arch,
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "schedule": {"iter": self._iter, "total_iters": self._total_iters or 0},
@@ -278,12 +282,27 @@ class PPOPolicy(Policy):
             self._ref_model.load_state_dict(state["ref_model"])
 
 
+def model_arch(
+    obs_shape: tuple[int, ...], action_space: ActionSpace, options: dict[str, Any]
+) -> dict[str, Any]:
+    """The plain-data description of a model saved in checkpoints: observation shape,
+    action space and ``build_model`` options, so the model can be rebuilt without an env."""
+    plain = {k: list(v) if isinstance(v, tuple | list) else v for k, v in options.items()}
+    return {
+        "obs_shape": [int(obs_shape)]
+        if isinstance(obs_shape, int)
+        else [int(s) for s in obs_shape],
+        "action_space": space_to_dict(action_space),
+        "options": plain,
+    }
+
+
 def create_policy(cfg: Any, **kwargs: Any) -> Policy:
     """Builds the policy named by ``cfg.type`` from the registry."""
     return POLICY_REGISTRY.get(cfg.type)(cfg, **kwargs)
 
 
-def load_policy(
+def policy_from_checkpoint(
     cfg: Any,
     path: Path,
     state: dict[str, Any],

@@ -19,6 +19,9 @@ from typing import TypedDict
 
 from ding_lite.utils.errors import DingLiteError
 
+# A run's best policy so far (highest evaluation mean), beside the periodic checkpoints.
+BEST_CKPT = "best.pt"
+
 # Canonical numbers only (no leading zeros but in the 8-digit seq), so one rollout has one
 # name and parse(format(x)) == x.
 _ROLLOUT_RE = re.compile(r"^(\d{8,12})_v(0|[1-9]\d{0,11})_n([1-9]\d{0,9})\.pt$")

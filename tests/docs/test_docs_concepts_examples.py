@@ -16,7 +16,8 @@ def test_load_weights_example(tmp_path, monkeypatch, docs_code):
     assert (tmp_path / "cartpole_ppo" / "ckpt").is_dir()  # where the example looks
     namespace = {"__name__": "docs_load_weights_example"}
     exec(docs_code("concepts.rst", "load-weights-example"), namespace)
-    assert namespace["ckpt"]["train_iter"] == 2
+    assert namespace["policy"].train_iter == 2
+    assert namespace["policy"].checkpoint.name == "best.pt"  # the run's final evaluation
     assert namespace["action"].shape == (1,)
 
 

@@ -361,7 +361,13 @@ def test_learner_start_get_data_and_close_results(tmp_path):
             assert f"``{key}``" in task_entry("learner_get_data_task"), key
     finally:
         closed = learner.close_task({"discard": []})
-    assert closed == {"iteration": 0, "dropped_run_end": [], "stop_reason": None, "error": ""}
+    assert closed == {
+        "iteration": 0,
+        "dropped_run_end": [],
+        "stop_reason": None,
+        "error": "",
+        "best": None,
+    }
     for key in closed:
         assert f"``{key}``" in task_entry("learner_close_task"), key
     assert learner.closed.is_set()

@@ -108,6 +108,8 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     result = json.loads((run / "result.json").read_text())
     assert result["train_iter"] == 4 and result["stop_reason"] == "max_train_iter"
     assert result["failed_tasks"] == 0 and result["eval_return_mean"] is not None
+    assert result["best_checkpoint"] == "ckpt/best.pt" and (run / "ckpt" / "best.pt").is_file()
+    assert result["best_eval_return"] >= result["eval_return_mean"]
     assert not [p for p in (run / "data").rglob("*") if p.is_file()]
     assert (run / "ckpt").is_dir() and list((run / "policy").glob("policy_v*.pt"))
     (events,) = (run / "tb" / "coordinator").glob("events.out.tfevents.*")

@@ -2,6 +2,8 @@
 
 from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.checkpoint import (
+    BEST_CKPT,
+    BestEval,
     checkpoint_iter,
     latest_checkpoint,
     latest_valid_checkpoint,
@@ -22,9 +24,11 @@ from ding_lite.worker.learner.learner_hook import (
 )
 
 __all__ = [
+    "BEST_CKPT",
     "LEARNER_HOOK_REGISTRY",
     "POSITIONS",
     "BaseLearner",
+    "BestEval",
     "Hook",
     "LearnerHook",
     "LoadCkptHook",

@@ -16,9 +16,12 @@ from ding_lite.utils import file_io
 from ding_lite.utils.errors import CheckpointError
 from ding_lite.utils.file_io import safe_torch_load
 from ding_lite.utils.log import get_logger
+from ding_lite.utils.paths import BEST_CKPT
 
 __all__ = [
+    "BEST_CKPT",
     "CKPT_FORMAT",
+    "BestEval",
     "checkpoint_iter",
     "checkpoints",
     "latest_checkpoint",
@@ -125,3 +128,48 @@ def rotate_checkpoints(folder: str | Path, keep: int) -> None:
     """Deletes all but the newest ``keep`` iteration checkpoints."""
     for old in checkpoints(folder)[keep:]:
         old.unlink(missing_ok=True)
+
+
+class BestEval:
+    """The best evaluation mean so far, and when ``ckpt/best.pt`` has to be rewritten.
+
+    A learner registers it as a state (``register_state("best_eval", ...)``), so every
+    checkpoint, ``best.pt`` included, records the best so far. A ``best.pt`` written after the
+    checkpoint a resume loads stays the bar: the constructor reads the figure it records.
+
+    Args:
+        ckpt_dir: the run's checkpoint folder.
+    """
+
+    def __init__(self, ckpt_dir: str | Path) -> None:
+        self.path = Path(ckpt_dir) / BEST_CKPT
+        self.return_mean: float | None = None
+        self.train_iter: int | None = None
+        if self.path.is_file():
+            try:
+                self.load_state_dict(_read_one(self.path)["extra"]["best_eval"])
+            except (CheckpointError, KeyError, TypeError, ValueError) as err:
+                get_logger("learner").warning(f"ignoring {self.path}: {err}")
+
+    def beats(self, return_mean: float | None) -> bool:
+        """Whether an evaluation mean beats the best so far (None and NaN never do)."""
+        if return_mean is None or return_mean != return_mean:
+            return False
+        return self.return_mean is None or return_mean > self.return_mean
+
+    def improves(self, return_mean: float | None, train_iter: int) -> bool:
+        """Books an evaluation; True when it beats the best so far (then write best.pt)."""
+        if not self.beats(return_mean):
+            return False
+        self.return_mean, self.train_iter = float(return_mean), int(train_iter)
+        return True
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"return_mean": self.return_mean, "train_iter": self.train_iter}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Takes the recorded best unless the one already known is better."""
+        value = state["return_mean"]
+        if value is not None and (self.return_mean is None or value > self.return_mean):
+            self.return_mean = float(value)
+            self.train_iter = None if state["train_iter"] is None else int(state["train_iter"])

@@ -33,6 +33,7 @@ from ding_lite.utils.rng import set_seed
 from ding_lite.utils.stop import DISK_FULL, DIVERGED, LEARNER_FAILED, STOP_REASONS
 from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.comm.base_comm_learner import BaseCommLearner, TaskHandler
+from ding_lite.worker.learner.comm.best import BestPolicyWriter, check_best
 from ding_lite.worker.learner.comm.intake import (
     Intake,
     delete_files,
@@ -71,6 +72,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._logger = get_logger(f"learner.{worker_id}")
         self._learner: BaseLearner | None = None
         self._thread: TrainingThread | None = None
+        self._best: BestPolicyWriter | None = None  # ckpt/best.pt, from start_task on
         self._learn_lock = threading.Lock()  # learn tasks run one at a time
         #: Set once the coordinator closed this worker (its process may exit).
         self.closed = threading.Event()
@@ -151,6 +153,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
         for path in remove_newer_policies(self.path_policy, learner.last_iter):
             self._logger.warning(f"removed policy {path}: newer than iteration {learner.last_iter}")
         self._learner = learner
+        self._best = BestPolicyWriter(
+            learner.ckpt_dir, self.path_policy, self.policy.arch, self._logger
+        )
         path = write_policy(
             self.path_policy,
             learner.last_iter,
@@ -199,11 +204,13 @@ class FlaskFileSystemLearner(BaseCommLearner):
             ``trained``, ``dropped_stale``, ``dropped_invalid``, ``dropped_rollback``.
         """
         learner = self._require_learner()
+        best = check_best(data)
         named = task_paths(data.get("files", []), self.path_data)
         envstep = data.get("envstep", learner.envstep)
         if isinstance(envstep, bool) or not isinstance(envstep, int) or envstep < 0:
             raise ValueError(f"field 'envstep' must be a non-negative int, got {envstep!r:.40}")
         with self._learn_lock:
+            self._best.take(best, learner.envstep)
             if self._state()[0] is not None:
                 return self._info(Intake())
             intake = take_rollouts(
@@ -239,12 +246,15 @@ class FlaskFileSystemLearner(BaseCommLearner):
             ``{"iteration", "dropped_run_end": [paths], "stop_reason", "error"}``.
         """
         discard = data.get("discard", [])
+        best = check_best(data)
         if discard and self._learner is None:
             raise UnsafePathError("learner not started: it cannot check the discard paths")
         named = task_paths(discard, self.path_data, "discard") if discard else []
         dropped = delete_files(named, self._logger)
         self._stop_learner(timeout=self.cfg.system.task_timeout if self._learner else 5.0)
         learner = self._learner
+        if learner is not None:  # the final evaluation may be the best
+            self._best.take(best, learner.envstep)
         self.closed.set()
         stop_reason, error = self._state() if learner else (None, "")
         return {
@@ -252,6 +262,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "dropped_run_end": dropped,
             "stop_reason": stop_reason,
             "error": error,
+            "best": self._best.report() if learner else None,
         }
 
     # --- helpers -----------------------------------------------------------------------
@@ -315,6 +326,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "stop_reason": stop_reason,
             "error": error,
             "scalars": scalars or {},
+            "best": self._best.report() if self._best else None,
         }
         if intake.lags:
             info["policy_lag"] = sum(intake.lags) / len(intake.lags)

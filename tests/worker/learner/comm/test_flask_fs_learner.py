@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import ding_lite
 from ding_lite.config import compile_config
 from ding_lite.data import policy_file, policy_versions, write_rollout
 from ding_lite.utils.errors import DingLiteError
@@ -292,3 +293,28 @@ def test_tasks_before_start_and_malformed_fields(tmp_path, start):
         with pytest.raises(ValueError, match="envstep"):
             learner.learn_task({"files": [good], "envstep": envstep})
     assert Path(good["path"]).is_file()
+
+
+@pytest.mark.timeout(120)
+def test_best_checkpoint_from_reported_evaluations(tmp_path, start):
+    learner, _ = start("system.keep_policies=2")
+    best_pt = tmp_path / "run" / "ckpt" / "best.pt"
+    good = rollout(tmp_path, 0)
+    for bad in ({"policy_version": -1, "return_mean": 1.0}, {"policy_version": 0}, "v0"):
+        with pytest.raises(ValueError, match="best"):
+            learner.learn_task({"files": [good], "best": bad})
+    assert Path(good["path"]).is_file() and not best_pt.exists()  # nothing touched
+
+    info = learner.learn_task({"files": [good], "best": {"policy_version": 0, "return_mean": 20}})
+    assert info["best"] == {"policy_version": 0, "return_mean": 20.0}
+    assert ding_lite.load_policy(tmp_path / "run").train_iter == 0
+    for seq in (1, 2):  # versions 2 and 3 are kept; 0 and 1 are pruned
+        learner.learn_task({"files": [rollout(tmp_path, seq, seq)]})
+    worse = learner.learn_task({"files": [], "best": {"policy_version": 2, "return_mean": 5}})
+    assert worse["best"]["policy_version"] == 0  # not better: best.pt unchanged
+    gone = learner.learn_task({"files": [], "best": {"policy_version": 1, "return_mean": 30}})
+    assert gone["best"]["policy_version"] == 0  # version 1 is no longer held
+    closed = learner.close_task({"best": {"policy_version": 3, "return_mean": 25.5}})
+    assert closed["best"] == {"policy_version": 3, "return_mean": 25.5}
+    policy = ding_lite.load_policy(best_pt)
+    assert policy.train_iter == 3 and policy.predict(torch.zeros(4)).shape == ()

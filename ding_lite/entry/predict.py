@@ -1,0 +1,153 @@
+"""Using a trained policy: ``ding_lite.load_policy(path).predict(obs)``.
+
+A checkpoint records the observation shape, the action space and the model's options
+(``arch`` in its policy state), so the policy is rebuilt without building an env or reading
+the experiment's config. Observations are normalized with the statistics saved with the
+policy (frozen); Box actions come back clipped to the space's bounds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ding_lite.envs.spaces import ActionSpace, Box, space_from_dict
+from ding_lite.model import build_model
+from ding_lite.utils.errors import CheckpointError
+from ding_lite.utils.log import get_logger
+from ding_lite.worker.learner.checkpoint import BEST_CKPT, latest_valid_checkpoint, read_checkpoint
+
+__all__ = ["TrainedPolicy", "find_checkpoint", "load_policy"]
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """The checkpoint file ``load_policy`` reads for ``path``.
+
+    A file is itself. A run dir (one holding ``ckpt/``) or a checkpoint folder gives its
+    ``best.pt`` when that reads, else its newest readable ``ckpt_iter*.pt``.
+
+    Raises:
+        CheckpointError: nothing there, or no readable checkpoint in the folder.
+    """
+    path = Path(path)
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise CheckpointError(f"no such checkpoint file or run dir: {path}")
+    folder = path / "ckpt" if (path / "ckpt").is_dir() else path
+    best = folder / BEST_CKPT
+    if best.is_file():
+        try:
+            read_checkpoint(best)
+            return best
+        except CheckpointError as err:
+            get_logger("predict").warning(f"{err}; using the newest periodic checkpoint")
+    newest = latest_valid_checkpoint(folder)
+    if newest is None:
+        raise CheckpointError(f"no readable checkpoint ({BEST_CKPT} or ckpt_iter*.pt) in {folder}")
+    return newest
+
+
+class TrainedPolicy:
+    """A trained policy that maps observations to actions, as the env takes them.
+
+    Built by :func:`load_policy`. Attributes: ``obs_shape`` (one observation), ``action_space``
+    (a ``ding_lite.envs.spaces`` space), ``checkpoint`` (the file read), ``train_iter``.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        obs_shape: tuple[int, ...],
+        action_space: ActionSpace,
+        checkpoint: Path,
+        train_iter: int,
+    ) -> None:
+        self.model = model.eval().requires_grad_(False)
+        self.obs_shape = obs_shape
+        self.action_space = action_space
+        self.checkpoint = checkpoint
+        self.train_iter = train_iter
+        self.device = next(model.parameters()).device
+        self._low = self._high = None
+        if isinstance(action_space, Box):
+            self._low = torch.tensor(action_space.low, device=self.device)
+            self._high = torch.tensor(action_space.high, device=self.device)
+
+    def predict(self, obs: Any, deterministic: bool = True) -> Any:
+        """Actions for one observation or a batch.
+
+        Args:
+            obs: numpy array, torch tensor or nested lists: one observation of shape
+                ``obs_shape`` or a batch ``[B, *obs_shape]``, raw (as the env returns it;
+                the saved normalization is applied here).
+            deterministic: the most likely action (the mean for Box) instead of a sample.
+
+        Returns:
+            A torch tensor for a torch input, else a numpy array: for one observation, an
+            int64 scalar array (Discrete), ``[d]`` float32 (Box, clipped to its bounds) or
+            ``[k]`` (Hybrid, MultiDiscrete); for a batch, the same with a leading ``B``.
+
+        Raises:
+            ValueError: an observation of another shape.
+        """
+        is_torch = isinstance(obs, torch.Tensor)
+        x = obs.detach() if is_torch else torch.as_tensor(np.asarray(obs))
+        x = x.to(device=self.device, dtype=torch.float32)
+        single = tuple(x.shape) == self.obs_shape
+        if not single and tuple(x.shape[1:]) != self.obs_shape:
+            raise ValueError(
+                f"observation of shape {list(x.shape)} is neither one observation "
+                f"{list(self.obs_shape)} nor a batch [B, {', '.join(map(str, self.obs_shape))}]"
+            )
+        with torch.inference_mode():
+            x = self.model.normalize_obs(x.unsqueeze(0) if single else x)
+            action = self.model.act(x, deterministic=deterministic)[0]
+            if self._low is not None:
+                action = torch.clamp(action, self._low, self._high)
+        action = action[0] if single else action
+        if is_torch:
+            return action.to(obs.device)
+        return action.cpu().numpy()
+
+    def __repr__(self) -> str:
+        return (
+            f"TrainedPolicy(obs_shape={self.obs_shape}, action_space={self.action_space}, "
+            f"checkpoint='{self.checkpoint}', train_iter={self.train_iter})"
+        )
+
+
+def load_policy(path: str | Path, device: str | torch.device = "cpu") -> TrainedPolicy:
+    """Loads a trained policy from a checkpoint file or a run dir (see :func:`find_checkpoint`).
+
+    Args:
+        path: a ``.pt`` checkpoint, a run dir or its ``ckpt`` folder.
+        device: where the model runs.
+
+    Returns:
+        A :class:`TrainedPolicy`; ``predict(obs)`` gives actions.
+
+    Raises:
+        CheckpointError: missing, unreadable, or written before checkpoints recorded their
+            spaces (evaluate those with ``ding-lite eval``).
+    """
+    path, state = read_checkpoint(find_checkpoint(path))
+    policy_state = state.get("policy")
+    arch = policy_state.get("arch") if isinstance(policy_state, dict) else None
+    if not isinstance(arch, dict):
+        raise CheckpointError(
+            f"{path} does not record its observation and action spaces (an older "
+            "checkpoint); use `ding-lite eval -c EXP` with it instead"
+        )
+    try:
+        obs_shape = tuple(int(s) for s in arch["obs_shape"])
+        space = space_from_dict(arch["action_space"])
+        model = build_model(obs_shape, space, **arch["options"])
+        model.load_state_dict(policy_state["model"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(f"{path}: cannot rebuild its policy: {first}") from None
+    return TrainedPolicy(model.to(device), obs_shape, space, path, int(state.get("train_iter", 0)))

@@ -8,6 +8,8 @@ import socket
 import sys
 from collections.abc import Sequence
 
+from ding_lite import __version__
+from ding_lite.entry.interrupts import import_for, sigterm_interrupts
 from ding_lite.utils.errors import DingLiteError, DiskFullError
 from ding_lite.utils.stop import STOP_REASONS, RunInterrupted, exit_code
 
@@ -60,7 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ding-lite", description="Hook-driven PPO training, serial or parallel."
     )
+    parser.add_argument(
+        "--version", action="version", version=f"ding-lite {__version__}", help="print the version"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("list", help="list the bundled experiments (env, algorithm, target)")
     serial = sub.add_parser("serial", help="train in one process")
     _add_run_args(serial)
     parallel = sub.add_parser(
@@ -75,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--episodes", type=int, default=100, help="episodes (default 100)")
     evaluate.add_argument("--seed", type=int, help="seed of the eval env")
     evaluate.add_argument("--device", help="cpu, cuda, cuda:N or auto")
-    evaluate.add_argument("overrides", nargs="*", metavar="key.sub=value")
+    evaluate.add_argument(
+        "overrides", nargs="*", metavar="key.sub=value", help="dotted config overrides"
+    )
     render = sub.add_parser(
         "render", help="draw one air-combat episode of a checkpoint's policy to a PNG"
     )
@@ -84,14 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--out", default="match.png", help="PNG to write (default match.png)")
     render.add_argument("--seed", type=int, default=0, help="seed of the episode (default 0)")
     render.add_argument("--opponent", help="P2's agent (default: the experiment's opponent)")
-    render.add_argument("overrides", nargs="*", metavar="key.sub=value")
+    render.add_argument(
+        "overrides", nargs="*", metavar="key.sub=value", help="dotted config overrides"
+    )
     coordinator = sub.add_parser("coordinator", help="serve the coordinator for remote workers")
     _add_run_args(coordinator)
     coordinator.add_argument("--host", help="address to bind (default 127.0.0.1)")
     coordinator.add_argument("--port", type=int, help="port to bind (default: a free one)")
     for role in ("learner", "collector"):
         worker = sub.add_parser(role, help=f"run one {role} for a running coordinator")
-        worker.add_argument("--coordinator", required=True, metavar="HOST:PORT")
+        worker.add_argument(
+            "--coordinator", required=True, metavar="HOST:PORT", help="the coordinator's address"
+        )
         worker.add_argument(
             "-c",
             "--config",
@@ -112,9 +124,35 @@ def build_parser() -> argparse.ArgumentParser:
         worker.add_argument("--device", help="cpu, cuda, cuda:N or auto (overrides the config)")
         worker.add_argument("--host", default="127.0.0.1", help="address this worker binds")
         worker.add_argument("--advertise", help="HOST:PORT the coordinator should call back")
-        worker.add_argument("--heartbeat-period", type=float, default=1.0)
-        worker.add_argument("-q", "--quiet", action="store_true")
+        worker.add_argument(
+            "--heartbeat-period",
+            type=float,
+            default=1.0,
+            help="seconds between heartbeats to the coordinator (default 1)",
+        )
+        worker.add_argument(
+            "-q", "--quiet", action="store_true", help="log warnings and errors only"
+        )
     return parser
+
+
+def _list(args: argparse.Namespace) -> int:
+    """One line per bundled experiment: name, env, algorithm, what "solved" means."""
+    from ding_lite.config.config import EXPERIMENTS, get_config
+
+    for name in EXPERIMENTS:
+        cfg = get_config(name)
+        ev = cfg.evaluator
+        where = f"{cfg.env.name} x{cfg.env.num_envs}"
+        if name.endswith("_parallel"):
+            where += f" per collector, {cfg.system.collectors} collectors"
+        if ev.stop_value is None:
+            target = "no target"
+        else:
+            target = f"solved at eval mean >= {ev.stop_value:g} over {ev.n_episodes} episodes"
+        limit = f"at most {cfg.max_env_step:,} env steps" if cfg.max_env_step else "no step limit"
+        print(f"{name:<24} {where}; {cfg.policy.type}; {target}; {limit}")
+    return 0
 
 
 def _overrides(args: argparse.Namespace) -> list[str]:
@@ -140,8 +178,8 @@ def _summary(result: dict) -> str:
 def _serial(args: argparse.Namespace) -> int:
     from ding_lite.entry.serial import serial_pipeline
 
-    if bool(args.config) == bool(args.resume):
-        raise DingLiteError("serial needs either -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
+    if not args.config and not args.resume:
+        raise DingLiteError("serial needs -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
     policy = serial_pipeline(
         args.config,
         seed=args.seed,
@@ -169,8 +207,8 @@ def _serial(args: argparse.Namespace) -> int:
 def _parallel(args: argparse.Namespace) -> int:
     from ding_lite.entry.parallel import parallel_pipeline
 
-    if bool(args.config) == bool(args.resume):
-        raise DingLiteError("parallel needs either -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
+    if not args.config and not args.resume:
+        raise DingLiteError("parallel needs -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
     result = parallel_pipeline(
         args.config,
         resume=args.resume,
@@ -191,8 +229,8 @@ def _parallel(args: argparse.Namespace) -> int:
 def _coordinator(args: argparse.Namespace) -> int:
     from ding_lite.entry.parallel import compile_parallel_config, run_coordinator
 
-    if bool(args.config) == bool(args.resume):
-        raise DingLiteError("coordinator needs either -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
+    if not args.config and not args.resume:
+        raise DingLiteError("coordinator needs -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
     extra = _overrides(args)
     if args.host:
         extra.append(f"system.host={args.host}")
@@ -274,6 +312,7 @@ def _worker(args: argparse.Namespace) -> int:
         heartbeat_period=args.heartbeat_period,
         port=args.port,
         master_timeout=args.master_timeout,
+        quiet=args.quiet,
     )
 
 
@@ -283,8 +322,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    # Until a run installs its own handler (and after it restores this one), SIGTERM unwinds
+    # like Ctrl-C: one line and exit 143, whether it lands in imports, config or env building.
+    sigterm_interrupts()
     try:
+        import_for(args.command)
         commands = {
+            "list": _list,
             "serial": _serial,
             "eval": _eval,
             "render": _render,
@@ -300,11 +344,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DingLiteError as err:
         print(f"ding-lite: error: {err}", file=sys.stderr)
         return 2
-    except RunInterrupted as stop:  # the run wrote its result.json first
-        print(f"ding-lite: interrupted ({stop.signal_name})", file=sys.stderr)
+    except RunInterrupted as stop:  # a run wrote its result.json first
+        again = ""
+        if stop.resume_dir is not None and args.command in ("serial", "parallel"):
+            again = f"; resume with: ding-lite {args.command} --resume {stop.resume_dir}"
+        print(f"ding-lite: interrupted ({stop.signal_name}){again}", file=sys.stderr)
         return exit_code("interrupted", stop.signal_name)
     except KeyboardInterrupt:
-        print("ding-lite: interrupted", file=sys.stderr)
+        print("ding-lite: interrupted (SIGINT)", file=sys.stderr)
         return 130
 
 

@@ -22,9 +22,9 @@ from ding_lite.entry.roles import run_coordinator, run_worker, sigterm_as_interr
 from ding_lite.entry.run_dir import (
     claim_exp_dir,
     ensure_free,
-    load_saved_config,
     lock_exp_dir,
     resume_afresh,
+    resume_config,
     save_config,
     write_result,
 )
@@ -51,15 +51,14 @@ def compile_parallel_config(
 ) -> Any:
     """Resolves a parallel run's config; the run dir and shared folders become absolute.
 
-    With ``resume`` (an experiment dir) ``cfg`` must be None: the run's saved config is
-    used, overrides still apply, and the learner starts from the newest readable checkpoint.
-    Rollout files left in the data folder are adopted; those collected with a policy newer
-    than the checkpoint are dropped (``dropped_rollback``).
+    With ``resume`` (an experiment dir) the run's saved config is used (``cfg``, if given,
+    only registers what its file defines and must agree with it), overrides still apply,
+    and the learner starts from the newest readable checkpoint. Rollout files left in the
+    data folder are adopted; those collected with a policy newer than the checkpoint are
+    dropped (``dropped_rollback``).
     """
     if resume is not None:
-        if cfg is not None:
-            raise ConfigError("pass either a config or resume=EXP_DIR, not both")
-        cfg = load_saved_config(resume)
+        cfg = resume_config(resume, cfg)
         ensure_free(resume)
         exp_dir = str(resume)
     elif cfg is None:
@@ -121,7 +120,8 @@ def parallel_pipeline(
         seed, overrides, exp_dir, device, max_env_step, max_train_iter: as for
             :func:`serial_pipeline`.
         learners, collectors: worker processes (``system.learners`` / ``system.collectors``).
-        resume: an experiment dir to continue (then ``cfg`` must be None): its saved config
+        resume: an experiment dir to continue (a ``cfg`` beside it only registers what
+            its file defines, and must agree with the saved config): its saved config
             and newest readable checkpoint (weights, optimizer, iteration and env-step
             counts). The collectors start fresh episodes.
         progress: print where logs go and a status line every ``status_interval`` seconds.
@@ -153,13 +153,19 @@ def parallel_pipeline(
             result, interrupted = _run(cfg, run_dir, say, status_interval)
             outcome["failed"] = interrupted
     except KeyboardInterrupt:
-        raise RunInterrupted(seen[0] if seen else "SIGINT") from None
+        raise RunInterrupted(seen[0] if seen else "SIGINT", _resumable(run_dir)) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     say(summary(result))
     if interrupted:
-        raise RunInterrupted(seen[0] if seen else "SIGINT")
+        raise RunInterrupted(seen[0] if seen else "SIGINT", _resumable(run_dir))
     return result
+
+
+def _resumable(run_dir: Path) -> Path | None:
+    """The run dir when it holds a checkpoint to resume from."""
+    ckpt = run_dir / "ckpt"
+    return run_dir if ckpt.is_dir() and latest_checkpoint(ckpt) else None
 
 
 def _run(cfg: Any, run_dir: Path, say: Any, status_interval: float) -> tuple[dict, bool]:

@@ -153,8 +153,11 @@ def run_worker(
     token: str | None = None,
     port: int = 0,
     master_timeout: float = 60.0,
+    quiet: bool = False,
 ) -> int:
     """Runs one learner or collector until the coordinator closes it (or SIGTERM/SIGINT).
+
+    ``quiet`` logs warnings and errors only.
 
     The worker also stops when the coordinator has not answered its heartbeats for
     ``master_timeout`` seconds, so a crashed launcher leaves no worker behind for long.
@@ -175,7 +178,8 @@ def run_worker(
             heartbeat_period=heartbeat_period,
         )
 
-    setup_console_logging(logging.INFO)  # the launcher sends a worker's stderr to its log
+    # The launcher sends a worker's stderr to its log.
+    setup_console_logging(logging.WARNING if quiet else logging.INFO)
     # A task is handled by the HTTP threads while the training or collection thread keeps
     # the GIL busy; at Python's default 5 ms switch interval each hand-over between them
     # can wait that long, and a task round trip has several.

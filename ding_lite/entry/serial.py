@@ -16,8 +16,8 @@ from ding_lite.entry.progress import Progress
 from ding_lite.entry.run_dir import (
     ExpDirLock,
     claim_exp_dir,
-    load_saved_config,
     resume_afresh,
+    resume_config,
     save_config,
     write_result,
 )
@@ -58,7 +58,9 @@ def serial_pipeline(
         device: "cpu", "cuda", "cuda:N" or "auto".
         max_train_iter: stop after this many iterations.
         resume: an experiment dir to continue: its saved config and newest checkpoint
-            (then ``cfg`` must be None; ``overrides`` still apply, e.g. a new limit).
+            (``overrides`` still apply, e.g. a new limit). A ``cfg`` given beside it only
+            registers what its file defines (hooks, envs); its settings must equal the
+            saved ones.
         progress: show a progress bar / periodic lines on stdout.
 
     Returns:
@@ -66,9 +68,7 @@ def serial_pipeline(
     """
     start = time.perf_counter()
     if resume is not None:
-        if cfg is not None:
-            raise ConfigError("pass either a config or resume=EXP_DIR, not both")
-        cfg = load_saved_config(resume)
+        cfg = resume_config(resume, cfg)
         exp_dir = str(resume)
     elif cfg is None:
         raise ConfigError("serial_pipeline needs a config (or resume=EXP_DIR)")
@@ -241,13 +241,19 @@ class SerialRun:
             return self._run(start, progress)
         except KeyboardInterrupt as err:
             self._fail(err, start, lock)
-            raise RunInterrupted(getattr(err, "signal_name", "SIGINT")) from None
+            name = getattr(err, "signal_name", "SIGINT")
+            raise RunInterrupted(name, self._resumable()) from None
         except SystemExit as err:  # SIGTERM, turned into SystemExit(143)
             self._fail(err, start, lock)
-            raise RunInterrupted("SIGTERM") from None
+            raise RunInterrupted("SIGTERM", self._resumable()) from None
         except BaseException as err:
             self._fail(err, start, lock)
             raise
+
+    def _resumable(self) -> Path | None:
+        """The run dir when it holds a checkpoint to resume from."""
+        ckpt = self.run_dir / "ckpt"
+        return self.run_dir if ckpt.is_dir() and latest_checkpoint(ckpt) else None
 
     def _fail(self, err: BaseException, start: float, lock: ExpDirLock) -> None:
         """Books a run that did not end normally; the caller re-raises."""

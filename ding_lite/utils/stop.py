@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 # The run did what it was asked: exit 0.
 SOLVED = "solved"
 MAX_ENV_STEP = "max_env_step"
@@ -60,6 +62,8 @@ class RunInterrupted(KeyboardInterrupt):
     exits with :func:`exit_code` of ``"interrupted"`` and :attr:`signal_name`.
     """
 
-    def __init__(self, signal_name: str = "SIGINT") -> None:
+    def __init__(self, signal_name: str = "SIGINT", resume_dir: Any = None) -> None:
         super().__init__(signal_name)
         self.signal_name = signal_name
+        #: The run dir, when it holds a checkpoint to resume from (else None).
+        self.resume_dir = resume_dir

@@ -870,8 +870,8 @@ def test_worker_ids_outside_the_rule_are_refused_before_registering():
     assert "a worker refuses to start with another one (exit code 2)" in page_text()
 
 
-def test_coordinator_refuses_a_config_and_resume_together(capsys):
-    code = cli.main(["coordinator", "-c", "cartpole_ppo_parallel", "--resume", "somewhere"])
+def test_coordinator_needs_a_config_or_resume(capsys):
+    code = cli.main(["coordinator"])
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert f"``{err}``" in page_text()

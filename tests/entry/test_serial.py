@@ -114,7 +114,7 @@ def test_resume_in_a_new_process_is_bit_exact(tmp_path, env, norm):
 
 
 def test_resume_errors(tmp_path):
-    with pytest.raises(ConfigError, match="not both"):
+    with pytest.raises(ConfigError, match="cannot resume"):
         serial_pipeline("cartpole_ppo", resume=str(tmp_path))
     with pytest.raises(ConfigError, match="cannot resume"):
         serial_pipeline(resume=str(tmp_path / "nothing"))

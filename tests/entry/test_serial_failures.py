@@ -200,7 +200,10 @@ def test_sigterm_mid_run_writes_result_and_exits_143(tmp_path):
         proc.kill()
         proc.wait(timeout=10)
     assert proc.returncode == 143 and "Traceback" not in err, err
-    assert err.strip() == "ding-lite: interrupted (SIGTERM)"
+    assert (
+        err.strip()
+        == f"ding-lite: interrupted (SIGTERM); resume with: ding-lite serial --resume {run}"
+    )
     result = json.loads((run / "result.json").read_text())
     assert result["stop_reason"] == "interrupted" and result["train_iter"] >= 3
     assert (run / "ckpt" / f"ckpt_iter{result['train_iter']:08d}.pt").is_file()

@@ -7,12 +7,16 @@ A hook may define ``state_dict()`` / ``load_state_dict()``; that state rides in 
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from easydict import EasyDict
+
 from ding_lite.utils.errors import ConfigError
+from ding_lite.utils.log import get_logger
 from ding_lite.utils.registry import Registry, suggest
 
 if TYPE_CHECKING:
@@ -24,11 +28,17 @@ LEARNER_HOOK_REGISTRY: Registry[type[LearnerHook]] = Registry("learner hook")
 
 
 class Hook:
-    """Something with a name and a priority (lower runs first)."""
+    """Something with a name and a priority (lower runs first).
 
-    def __init__(self, name: str, priority: float) -> None:
+    Extra keyword arguments are accepted, as DI-engine's ``Hook`` accepts them, and named
+    in a warning (a subclass that wants them takes them itself).
+    """
+
+    def __init__(self, name: str, priority: float, **kwargs: Any) -> None:
         self.name = name
         self.priority = priority
+        if kwargs:
+            get_logger("learner").warning(f"hook '{name}': ignoring option(s) {sorted(kwargs)}")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, priority={self.priority})"
@@ -43,11 +53,15 @@ class LearnerHook(Hook):
         position: one of ``before_run``, ``after_run``, ``before_iter``, ``after_iter``.
     """
 
+    #: The positions a learner hook may take (DI-engine's ``LearnerHook.positions``).
+    positions: tuple[str, ...] = POSITIONS
     #: Priority used when none is given (built-ins set their own).
     default_priority: float = 50
 
-    def __init__(self, name: str, priority: float | None = None, *, position: str) -> None:
-        super().__init__(name, self.default_priority if priority is None else priority)
+    def __init__(
+        self, name: str, priority: float | None = None, *, position: str, **kwargs: Any
+    ) -> None:
+        super().__init__(name, self.default_priority if priority is None else priority, **kwargs)
         if position not in POSITIONS:
             raise ValueError(
                 f"unknown hook position '{position}'{suggest(position, list(POSITIONS))}; "
@@ -204,7 +218,10 @@ def _build_full(key: str, spec: Mapping[str, Any]) -> LearnerHook:
     if "type" not in spec or "position" not in spec:
         raise ConfigError(f"hook '{key}' needs 'type' and 'position'")
     cls = _hook_class(str(spec["type"]))
-    kwargs = dict(spec.get("ext_args") or {})
+    if "ext_args" in inspect.signature(cls).parameters:  # DI-engine style: one mapping
+        kwargs: dict[str, Any] = {"ext_args": EasyDict(spec.get("ext_args") or {})}
+    else:
+        kwargs = dict(spec.get("ext_args") or {})
     if "priority" in spec:
         kwargs["priority"] = spec["priority"]
     try:

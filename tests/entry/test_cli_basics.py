@@ -1,0 +1,64 @@
+"""The command line's own surface: --version, list, help texts."""
+
+import argparse
+import subprocess
+import sys
+
+import ding_lite
+from ding_lite.config.config import EXPERIMENTS
+from ding_lite.entry.cli import build_parser
+
+
+def run_cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "ding_lite", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_version_and_list_in_a_subprocess():
+    version = run_cli("--version")
+    assert (
+        version.returncode == 0 and version.stdout.strip() == f"ding-lite {ding_lite.__version__}"
+    )
+    listed = run_cli("list")
+    assert listed.returncode == 0 and listed.stderr == ""
+    lines = listed.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(EXPERIMENTS)
+    cartpole = next(line for line in lines if line.startswith("cartpole_ppo "))
+    assert "cartpole x32" in cartpole and "solved at eval mean >= 475 over 20 episodes" in cartpole
+    assert "no target" in next(line for line in lines if line.startswith("mujoco_ppo "))
+
+
+def subcommands(parser):
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return sub.choices
+
+
+def test_every_flag_and_argument_has_help_text():
+    parser = build_parser()
+    missing = []
+    for name, command in [("ding-lite", parser), *subcommands(parser).items()]:
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            if not action.help or action.help == argparse.SUPPRESS:
+                missing.append(f"{name} {action.option_strings or action.dest}")
+    assert not missing
+
+
+def test_help_of_every_subcommand_does_not_import_torch():
+    code = (
+        "import sys\n"
+        "from ding_lite.entry.cli import main\n"
+        "for cmd in [[], *[[c] for c in sys.argv[1:]]]:\n"
+        "    try:\n"
+        "        main([*cmd, '--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+    )
+    names = list(subcommands(build_parser()))
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr

@@ -124,6 +124,9 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         max_iterations=1_000_000_000,
         # Checkpoints kept in <exp_dir>/ckpt (older ones are deleted).
         keep_ckpts=3,
+        # A checkpoint (file or folder) to load before the run: DI-engine's name for the
+        # load_ckpt_before_run hook shorthand ("": none).
+        load_path="",
         # Hooks: shorthands "<hook>_<position>: value" (a false value disables the hook) or
         # full forms {name, type, position, priority, ext_args}.
         hook=dict(

@@ -190,7 +190,7 @@ class SerialRun:
     def _evaluate(self, tb_logger: Any) -> None:
         result = self.last_eval = self.evaluator.eval()
         self.solved = self.solved or result.solved
-        if self.best.improves(result.return_mean, self.learner.last_iter):
+        if self.best.improves(result.return_mean, self.learner.train_iter):
             self.learner.save_checkpoint(BEST_CKPT.removesuffix(".pt"))
         envstep = self.collector.envstep
         tb_logger.add_scalar("charts/eval_return", result.return_mean, envstep)
@@ -199,14 +199,14 @@ class SerialRun:
             tb_logger.add_scalar("charts/eval_win_rate", result.win_rate, envstep)
             win_text = f", win rate {result.win_rate:.1%}"
         self.logger.info(
-            f"eval at iter {self.learner.last_iter} envstep {envstep}: return "
+            f"eval at iter {self.learner.train_iter} envstep {envstep}: return "
             f"{result.return_mean:.2f} +- {result.return_std:.2f} over {result.n_episodes} "
             f"episodes{win_text}"
         )
 
     def _eval_due(self) -> bool:
         ev_cfg = self.cfg.evaluator
-        if not ev_cfg.eval_freq or self.learner.last_iter % ev_cfg.eval_freq != 0:
+        if not ev_cfg.eval_freq or self.learner.train_iter % ev_cfg.eval_freq != 0:
             return False
         if ev_cfg.min_train_return is None:
             return True
@@ -220,7 +220,7 @@ class SerialRun:
             return self.learner.stop_reason or "stop requested"
         if cfg.max_env_step is not None and self.collector.envstep >= cfg.max_env_step:
             return "max_env_step"
-        if cfg.max_train_iter is not None and self.learner.last_iter >= cfg.max_train_iter:
+        if cfg.max_train_iter is not None and self.learner.train_iter >= cfg.max_train_iter:
             return "max_train_iter"
         return None
 
@@ -257,7 +257,7 @@ class SerialRun:
 
     def _fail(self, err: BaseException, start: float, lock: ExpDirLock) -> None:
         """Books a run that did not end normally; the caller re-raises."""
-        if self.learner.last_iter == 0 and not self.resuming:
+        if self.learner.train_iter == 0 and not self.resuming:
             lock.discard()  # it never trained: leave nothing, so the command can be re-run
             return
         if isinstance(err, DiskFullError):
@@ -283,7 +283,9 @@ class SerialRun:
                 save_config(cfg, self.run_dir)
                 log_handler = setup_file_logging(self.run_dir / "log.txt")
                 learner.tb_logger = build_tb_logger(self.run_dir / "tb")
-                resumed = f", resumed at iteration {learner.last_iter}" if learner.last_iter else ""
+                resumed = (
+                    f", resumed at iteration {learner.train_iter}" if learner.train_iter else ""
+                )
                 self.logger.info(
                     f"run {cfg.exp_name}: env {cfg.env.name} x{cfg.env.num_envs} on "
                     f"{self.device}, dir {self.run_dir}{resumed}"
@@ -308,7 +310,7 @@ class SerialRun:
         sps_meter = _SpsMeter(collector.envstep)
         try:
             while True:
-                if learner.last_iter > 0 and self._eval_due():
+                if learner.train_iter > 0 and self._eval_due():
                     self._evaluate(tb_logger)
                     if self.solved:
                         self.stop_reason = "solved"
@@ -322,7 +324,7 @@ class SerialRun:
                 rates = collector.outcome_rates()
                 bar.update(
                     collector.envstep,
-                    learner.last_iter,
+                    learner.train_iter,
                     collector.mean_recent_return(),
                     self.last_eval.return_mean if self.last_eval else None,
                     win_rate=None if rates is None else rates["win_rate"],
@@ -349,7 +351,7 @@ class SerialRun:
             "eval_episodes": ev.n_episodes,
             "train_return_mean": self.collector.mean_recent_return(),
             "envstep": self.collector.envstep,
-            "train_iter": self.learner.last_iter,
+            "train_iter": self.learner.train_iter,
             "wall_s": round(wall, 3),
             "sps": round(sps, 1),
             "best_checkpoint": f"ckpt/{BEST_CKPT}" if self.best.path.is_file() else None,

@@ -23,6 +23,11 @@ class LearnMode:
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
 
+    @property
+    def policy(self) -> Policy:
+        """The policy this mode belongs to."""
+        return self._policy
+
     def forward(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
         """Runs one iteration's update on ``data``; returns scalars to log."""
         return self._policy._forward_learn(data)

@@ -122,16 +122,21 @@ def safe_torch_load(path: str | os.PathLike, map_location: Any = "cpu") -> Any:
     import torch
 
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}")
     try:
-        with path.open("rb") as f:
+        # One open for the check and the load: a file deleted meanwhile (an older policy
+        # version pruned by its writer) stays readable through the open handle.
+        f = path.open("rb")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise CheckpointError(f"checkpoint not found: {path}") from None
+    try:
+        with f:
             head = f.read(4)
-        if not head:
-            raise CheckpointError(f"cannot read checkpoint {path}: the file is empty")
-        if head != _ZIP_MAGIC:  # every file ding_lite saves is torch's zip format
-            raise CheckpointError(f"cannot read checkpoint {path}: not a torch tensor file")
-        return torch.load(path, map_location=map_location, weights_only=True)
+            if not head:
+                raise CheckpointError(f"cannot read checkpoint {path}: the file is empty")
+            if head != _ZIP_MAGIC:  # every file ding_lite saves is torch's zip format
+                raise CheckpointError(f"cannot read checkpoint {path}: not a torch tensor file")
+            f.seek(0)
+            return torch.load(f, map_location=map_location, weights_only=True)
     except CheckpointError:
         raise
     except Exception as err:  # torch raises several types for corrupt or unsafe files

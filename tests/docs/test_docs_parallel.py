@@ -376,7 +376,7 @@ def test_learner_start_get_data_and_close_results(tmp_path):
 def test_learn_info_fields_and_done_reason():
     learner = FlaskFileSystemLearner()
     learner.cfg = SimpleNamespace(max_env_step=100, max_train_iter=5)
-    fake = SimpleNamespace(envstep=0, last_iter=0, learn_info={}, stop_reason=None)
+    fake = SimpleNamespace(envstep=0, train_iter=0, learn_info={}, stop_reason=None)
     learner._learner = fake
     intake = Intake()
     intake.lags.append(1)
@@ -385,13 +385,13 @@ def test_learn_info_fields_and_done_reason():
     entry = task_entry("learner_learn_task")
     for key in info:
         assert f"``{key}``" in entry, key
-    fake.last_iter = 5
+    fake.train_iter = 5
     info = learner._info(Intake())
     assert info["done"] and info["done_reason"] == "max_train_iter"
     fake.envstep = 100  # both reached: the env-step limit is named
     assert learner._info(Intake())["done_reason"] == "max_env_step"
     assert "the env-step limit taking precedence" in entry
-    fake.envstep, fake.last_iter, fake.stop_reason = 0, 1, stop.DIVERGED
+    fake.envstep, fake.train_iter, fake.stop_reason = 0, 1, stop.DIVERGED
     info = learner._info(Intake())
     assert info["done"] and info["done_reason"] == info["stop_reason"] == "diverged"
     assert '``"diverged"`` when it stopped for too many skipped steps' in entry

@@ -149,7 +149,7 @@ def test_hook_can_stop_the_run(tmp_path):
 
     class StopAtTwo(LearnerHook):
         def __call__(self, engine):
-            if engine.last_iter == 2:
+            if engine.train_iter == 2:
                 engine.request_stop("enough")
 
     register_learner_hook("stop_at_two_test", StopAtTwo, force=True)

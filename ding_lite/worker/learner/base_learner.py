@@ -8,11 +8,9 @@ pulling batches from a dataloader; the serial pipeline calls ``train`` itself.
 from __future__ import annotations
 
 import contextlib
-import signal
-import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +20,24 @@ from easydict import EasyDict
 from ding_lite.config.config import deep_merge_dicts
 from ding_lite.config.defaults import DEFAULT_CONFIG
 from ding_lite.data.dataloader import AsyncDataLoader
-from ding_lite.utils.errors import CheckpointError, ConfigError, DiskFullError
+from ding_lite.policy.base import LearnMode
+from ding_lite.utils.counter import CountVar
+from ding_lite.utils.errors import CheckpointError, ConfigError
 from ding_lite.utils.file_io import atomic_torch_save
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.rng import get_rng_state, set_rng_state
 from ding_lite.utils.stop import DIVERGED
 from ding_lite.utils.timer import PhaseTimer
-from ding_lite.worker.learner.checkpoint import (
-    CKPT_FORMAT,
-    latest_checkpoint,
-    read_checkpoint,
-    remove_stale_tmp,
-    rotate_checkpoints,
+from ding_lite.worker.learner import checkpoint as ckpt_files
+from ding_lite.worker.learner.checkpoint import latest_checkpoint, read_checkpoint
+from ding_lite.worker.learner.learner_hook import (
+    LearnerHook,
+    build_hooks,
+    hooks_with_load_path,
+    sort_hooks,
 )
-from ding_lite.worker.learner.learner_hook import LearnerHook, build_hooks, sort_hooks
+
+SAVE_HOOK = "save_ckpt_after_run"  # DI-engine: save_checkpoint() runs the hook of this name
 
 __all__ = ["BaseLearner", "latest_checkpoint", "read_checkpoint"]
 
@@ -72,12 +74,15 @@ class BaseLearner:
         self._exp_dir = Path(exp_dir if exp_dir is not None else exp_name)
         self._get_data = get_data
         self._logger = get_logger(instance_name)
-        self._last_iter = 0
+        # Iterations done (the policy version, what checkpoints record); ``last_iter``, the
+        # counter hooks see, follows it once the after_iter hooks have run (DI-engine's order).
+        self._iters_done = 0
+        self._last_iter = CountVar(0)
         #: The checkpoint file the last ``load_checkpoint`` restored (None before any).
         self.loaded_checkpoint: Path | None = None
         self._envstep = 0
         self._learn_info: dict[str, float] = {}
-        self._priority_info: dict[str, Any] = {}
+        self._priority_info: dict[str, Any] | None = None
         # Bounded, so a run that never shows its logs does not grow without limit.
         self._log_buffer: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=10_000))
         self._tick_time = 0.0
@@ -86,9 +91,11 @@ class BaseLearner:
         self._dataloader: Any = None
         self._stop_reason: str | None = None
         self._tmp_checked = False
+        self._saving_via_hook = False  # save_checkpoint() inside the save hook it called
+        self._last_saved: Path | None = None
         self._hook_list: list[LearnerHook] = []
         self._hooks = sort_hooks([])
-        for hook in build_hooks(self._cfg.hook):
+        for hook in build_hooks(hooks_with_load_path(self._cfg)):
             try:
                 self.register_hook(hook)
             except ValueError as err:
@@ -152,18 +159,20 @@ class BaseLearner:
         self.call_hook("before_iter")
         with self._timer("update"):
             info = self._policy.learn_mode.forward(data)
-        self._last_iter += 1
+        self._iters_done += 1
         self._learn_info = dict(info)
         if info.get("diverged"):  # too many non-finite steps in a row: more cannot help
             self._logger.info(
-                f"iteration {self._last_iter}: the policy skipped too many optimizer steps in a "
-                "row for a non-finite loss or gradient"
+                f"iteration {self._iters_done}: the policy skipped too many optimizer steps in "
+                "a row for a non-finite loss or gradient"
             )
             self.request_stop(DIVERGED)
         if "priority" in info:
             self._priority_info = {"priority": info["priority"]}
         self.call_hook("after_iter")
+        self._last_iter.update(self._iters_done)
         self._tick_time = time.perf_counter() - start
+        self._log_buffer["train_time"].append(self._tick_time)
         return self._learn_info
 
     def start(self) -> None:
@@ -199,38 +208,15 @@ class BaseLearner:
         self._dataloader = AsyncDataLoader(self._get_data)
 
     def _next_data(self) -> Any:
-        return self._dataloader.next() if self._dataloader is not None else None
+        start = time.perf_counter()
+        data = self._dataloader.next() if self._dataloader is not None else None
+        self._log_buffer["data_time"].append(time.perf_counter() - start)
+        return data
 
-    @contextlib.contextmanager
-    def auto_checkpoint(self) -> Iterator[None]:
-        """Saves a checkpoint when the block is left by an exception, SIGINT or SIGTERM.
-
-        SIGTERM (in the main thread) raises ``SystemExit(143)`` inside the block. A full disk
-        (DiskFullError) is re-raised without trying to save.
-        """
-        restore = None
-        if threading.current_thread() is threading.main_thread():
-            restore = signal.getsignal(signal.SIGTERM)
-
-            def on_sigterm(signum: int, frame: Any) -> None:
-                raise SystemExit(128 + signum)
-
-            signal.signal(signal.SIGTERM, on_sigterm)
-        try:
-            yield
-        except DiskFullError:
-            raise  # a checkpoint would go to the same full disk
-        except BaseException:
-            if self._policy is not None and self._last_iter > 0:
-                try:
-                    path = self.save_checkpoint()
-                    self._logger.warning(f"interrupted; saved checkpoint {path}")
-                except Exception as err:  # keep the original error; say why saving failed
-                    self._logger.error(f"interrupted; could not save a checkpoint: {err}")
-            raise
-        finally:
-            if restore is not None:
-                signal.signal(signal.SIGTERM, restore)
+    def auto_checkpoint(self) -> contextlib.AbstractContextManager[None]:
+        """Saves a checkpoint when the block is left by an exception, SIGINT or SIGTERM
+        (see :func:`~ding_lite.worker.learner.checkpoint.checkpoint_on_exit`)."""
+        return ckpt_files.checkpoint_on_exit(self)
 
     def close(self) -> None:
         """Stops the dataloader and flushes tensorboard."""
@@ -249,8 +235,8 @@ class BaseLearner:
         """Everything a checkpoint holds: only tensors, numbers, strings, lists and dicts."""
         hooks = {h.name: h.state_dict() for h in self._hook_list if hasattr(h, "state_dict")}
         return {
-            "format": CKPT_FORMAT,
-            "train_iter": self._last_iter,
+            "format": ckpt_files.CKPT_FORMAT,
+            "train_iter": self._iters_done,
             "envstep": self._envstep,
             "policy": self._policy.state_dict(),
             "rng": get_rng_state(),
@@ -258,21 +244,37 @@ class BaseLearner:
             "extra": {name: obj.state_dict() for name, obj in self._states.items()},
         }
 
-    def save_checkpoint(self, name: str | None = None) -> Path:
+    def save_checkpoint(self, name: str | None = None) -> Path | None:
         """Writes a checkpoint atomically; named ones are kept, iteration ones rotated.
+
+        Without a name, a registered ``save_ckpt_after_run`` hook does the saving (DI-engine's
+        contract: a hook of that name replaces how checkpoints are saved); the built-in one
+        calls back here and writes ``ckpt_iter<N>.pt``.
 
         Args:
             name: file stem; default ``ckpt_iter<N>`` (only the last ``keep_ckpts`` stay).
+
+        Returns:
+            The file written (None when a replacement hook wrote none).
         """
+        hook = next((h for h in self._hooks["after_run"] if h.name == SAVE_HOOK), None)
+        if name is None and hook is not None and not self._saving_via_hook:
+            self._saving_via_hook, self._last_saved = True, None
+            try:
+                hook(self)
+            finally:
+                self._saving_via_hook = False
+            return self._last_saved
         if self.rank != 0:
             return self.ckpt_dir
-        path = self.ckpt_dir / f"{name or f'ckpt_iter{self._last_iter:08d}'}.pt"
+        path = self.ckpt_dir / f"{name or f'ckpt_iter{self._iters_done:08d}'}.pt"
         if not self._tmp_checked:  # a killed earlier run may have left a half-written file
-            remove_stale_tmp(self.ckpt_dir)
+            ckpt_files.remove_stale_tmp(self.ckpt_dir)
             self._tmp_checked = True
         atomic_torch_save(self.state_dict(), path)
+        self._last_saved = path
         if name is None:
-            rotate_checkpoints(self.ckpt_dir, self._cfg.keep_ckpts)
+            ckpt_files.rotate_checkpoints(self.ckpt_dir, self._cfg.keep_ckpts)
         self._logger.info(f"saved checkpoint {path}")
         return path
 
@@ -283,14 +285,15 @@ class BaseLearner:
             CheckpointError: missing, corrupt, or not a ding_lite checkpoint.
         """
         if Path(path).is_dir():
-            remove_stale_tmp(path)
+            ckpt_files.remove_stale_tmp(path)
         path, state = read_checkpoint(path)
         try:
             self._policy.load_state_dict(state["policy"])
         except (RuntimeError, KeyError, ValueError) as err:
             first = str(err).strip().splitlines()[0]
             raise CheckpointError(f"checkpoint {path} does not fit this model: {first}") from None
-        self._last_iter = int(state["train_iter"])
+        self._iters_done = int(state["train_iter"])
+        self._last_iter.update(self._iters_done)
         self._envstep = int(state["envstep"])
         set_rng_state(state["rng"])
         for hook in self._hook_list:
@@ -300,7 +303,7 @@ class BaseLearner:
             if name in state["extra"]:
                 obj.load_state_dict(state["extra"][name])
         self.loaded_checkpoint = path
-        self._logger.info(f"loaded checkpoint {path} (iteration {self._last_iter})")
+        self._logger.info(f"loaded checkpoint {path} (iteration {self._iters_done})")
 
     # --- properties ----------------------------------------------------------------------
     @property
@@ -309,7 +312,8 @@ class BaseLearner:
 
     @policy.setter
     def policy(self, policy: Any) -> None:
-        self._policy = policy
+        """A policy, or its ``learn_mode`` (DI-engine's idiom): the learner keeps the policy."""
+        self._policy = policy.policy if isinstance(policy, LearnMode) else policy
 
     @property
     def learn_info(self) -> dict[str, float]:
@@ -317,16 +321,22 @@ class BaseLearner:
         return self._learn_info
 
     @property
-    def priority_info(self) -> dict[str, Any]:
-        """Priorities the last iteration produced (empty for PPO)."""
+    def priority_info(self) -> dict[str, Any] | None:
+        """Priorities the last iteration produced (None for PPO, which makes none)."""
         return self._priority_info
 
     @property
-    def last_iter(self) -> int:
-        """Iterations done so far (also the policy version)."""
+    def last_iter(self) -> CountVar:
+        """The iteration counter, DI-engine's way: a :class:`CountVar` (``.val``, ``.add()``,
+        compares and formats like an int) bumped after the ``after_iter`` hooks, so those
+        hooks see the iterations done before this one."""
         return self._last_iter
 
-    train_iter = last_iter
+    @property
+    def train_iter(self) -> int:
+        """Iterations done so far, the current one included inside its ``after_iter`` hooks
+        (also the policy version and what checkpoints record)."""
+        return self._iters_done
 
     @property
     def envstep(self) -> int:
@@ -380,8 +390,9 @@ class BaseLearner:
 
     @property
     def load_path(self) -> str:
-        """The checkpoint path the ``load_ckpt_before_run`` shorthand loads ("" if none)."""
-        return self._cfg.hook.get("load_ckpt_before_run", "") or ""
+        """The checkpoint loaded before the run (``learner.load_path`` or the
+        ``load_ckpt_before_run`` shorthand; "" if none)."""
+        return hooks_with_load_path(self._cfg).get("load_ckpt_before_run", "") or ""
 
     @property
     def cfg(self) -> EasyDict:

@@ -8,12 +8,16 @@ with a warning naming it, and the one before it is loaded.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ding_lite.utils import file_io
-from ding_lite.utils.errors import CheckpointError
+from ding_lite.utils.errors import CheckpointError, DiskFullError
 from ding_lite.utils.file_io import safe_torch_load
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.paths import BEST_CKPT
@@ -23,6 +27,7 @@ __all__ = [
     "CKPT_FORMAT",
     "BestEval",
     "checkpoint_iter",
+    "checkpoint_on_exit",
     "checkpoints",
     "latest_checkpoint",
     "latest_valid_checkpoint",
@@ -173,3 +178,36 @@ class BestEval:
         if value is not None and (self.return_mean is None or value > self.return_mean):
             self.return_mean = float(value)
             self.train_iter = None if state["train_iter"] is None else int(state["train_iter"])
+
+
+@contextlib.contextmanager
+def checkpoint_on_exit(learner: Any) -> Iterator[None]:
+    """Saves a checkpoint of ``learner`` when the block is left by an exception, SIGINT or
+    SIGTERM (once it has trained), then re-raises.
+
+    SIGTERM (in the main thread) raises ``SystemExit(143)`` inside the block. A full disk
+    (DiskFullError) is re-raised without trying to save.
+    """
+    restore = None
+    if threading.current_thread() is threading.main_thread():
+        restore = signal.getsignal(signal.SIGTERM)
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    except DiskFullError:
+        raise  # a checkpoint would go to the same full disk
+    except BaseException:
+        if learner.policy is not None and learner.train_iter > 0:
+            try:
+                path = learner.save_checkpoint()
+                learner.logger.warning(f"interrupted; saved checkpoint {path}")
+            except Exception as err:  # keep the original error; say why saving failed
+                learner.logger.error(f"interrupted; could not save a checkpoint: {err}")
+        raise
+    finally:
+        if restore is not None:
+            signal.signal(signal.SIGTERM, restore)

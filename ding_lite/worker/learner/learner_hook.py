@@ -88,7 +88,7 @@ class _EveryN(LearnerHook):
         self.freq = max(int(freq), 1)
 
     def __call__(self, engine: BaseLearner) -> None:
-        if self.position.endswith("_iter") and engine.last_iter % self.freq != 0:
+        if self.position.endswith("_iter") and engine.train_iter % self.freq != 0:
             return
         self.fire(engine)
 
@@ -136,10 +136,10 @@ class LogReduceHook(LearnerHook):
         for key, value in info.items():
             engine.log_buffer[key].append(value)
         if engine.tb_logger is not None:
-            step = engine.envstep if engine.envstep >= 0 else engine.last_iter
+            step = engine.envstep if engine.envstep >= 0 else engine.train_iter
             for key, value in info.items():
                 engine.tb_logger.add_scalar(_tb_name(key), value, step)
-            engine.tb_logger.add_scalar("charts/train_iter", engine.last_iter, step)
+            engine.tb_logger.add_scalar("charts/train_iter", engine.train_iter, step)
             # Seconds per phase of this iteration (Sample Factory-style timing).
             for phase, seconds in engine.timer.pop().items():
                 engine.tb_logger.add_scalar(f"perf/{phase}_s", seconds, step)
@@ -157,7 +157,7 @@ class LogShowHook(_EveryN):
         means = {k: sum(v) / len(v) for k, v in engine.log_buffer.items() if v and _finite_all(v)}
         shown = " ".join(f"{k}={means[k]:.4g}" for k in sorted(means))
         engine.logger.info(
-            f"[{engine.name}] iter={engine.last_iter} envstep={engine.envstep} {shown}"
+            f"[{engine.name}] iter={engine.train_iter} envstep={engine.envstep} {shown}"
         )
         engine.log_buffer.clear()
 
@@ -182,6 +182,25 @@ def _tb_name(key: str) -> str:
     if "/" in key:
         return key
     return f"losses/{key}" if key in _LOSS_NAMES else f"charts/{key}"
+
+
+def hooks_with_load_path(learner_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``learner.hook`` config with ``learner.load_path`` (DI-engine's key) turned into
+    the ``load_ckpt_before_run`` shorthand.
+
+    Raises:
+        ConfigError: both name a checkpoint, and not the same one.
+    """
+    hooks = dict(learner_cfg.get("hook") or {})
+    path = learner_cfg.get("load_path") or ""
+    if path:
+        if hooks.get("load_ckpt_before_run") not in (None, "", path):
+            raise ConfigError(
+                "learner.load_path and learner.hook.load_ckpt_before_run name different "
+                "checkpoints; set one of them"
+            )
+        hooks["load_ckpt_before_run"] = path
+    return hooks
 
 
 def build_hooks(hook_cfg: Mapping[str, Any]) -> list[LearnerHook]:

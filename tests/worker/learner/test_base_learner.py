@@ -20,7 +20,9 @@ def test_properties(tmp_path):
     learner.train(torch.ones(3), envstep=10)
     assert learner.last_iter == 1 and learner.envstep == 10
     assert learner.learn_info == {"policy_loss": 3.0}
-    assert learner.priority_info == {}
+    assert learner.priority_info is None  # PPO makes none (DI-engine starts from None too)
+    assert learner.last_iter.val == 1 and f"{learner.last_iter:03d}" == "001"
+    assert len(learner.log_buffer["train_time"]) == 1 and learner.log_buffer["train_time"][0] > 0
     assert learner.tick_time > 0
     assert learner.load_path == ""
     new = VectorPolicy(3)

@@ -21,7 +21,7 @@ class Recorder(LearnerHook):
         self.log = log
 
     def __call__(self, engine):
-        self.log.append((self.name, self.position, engine.last_iter))
+        self.log.append((self.name, self.position, engine.train_iter, engine.last_iter.val))
 
 
 def make_learner(tmp_path, hook=None, **kw):
@@ -41,9 +41,11 @@ def test_priority_order_and_ties_keep_registration_order(tmp_path):
     learner.register_hook(Recorder("tie_b", 30, position="after_iter", log=log))
     learner.register_hook(Recorder("before", 99, position="before_iter", log=log))
     learner.train(torch.ones(2))
-    assert [name for name, _, _ in log] == ["before", "early", "tie_a", "tie_b", "late"]
-    # before_iter sees the old iteration count, after_iter the new one
+    assert [name for name, *_ in log] == ["before", "early", "tie_a", "tie_b", "late"]
+    # before_iter sees the old iteration count, after_iter the new one (train_iter); the
+    # DI-engine counter last_iter is bumped after the after_iter hooks
     assert log[0][2] == 0 and log[1][2] == 1
+    assert log[0][3] == 0 and log[1][3] == 0 and learner.last_iter == 1
 
 
 def test_hooks_run_once_per_iteration_and_at_run_positions(tmp_path):
@@ -55,7 +57,7 @@ def test_hooks_run_once_per_iteration_and_at_run_positions(tmp_path):
     for _ in range(3):
         learner.train(torch.ones(2))
     learner.call_hook("after_run")
-    positions = [p for _, p, _ in log]
+    positions = [p for _, p, *_ in log]
     assert positions == ["before_run"] + ["before_iter", "after_iter"] * 3 + ["after_run"]
 
 
@@ -187,5 +189,5 @@ def test_log_show_logs_means_and_clears(tmp_path, caplog):
         learner.train(torch.ones(2))
         assert "policy_loss" in learner.log_buffer
         learner.train(torch.ones(2))
-    assert not learner.log_buffer
+    assert list(learner.log_buffer) == ["train_time"]  # added after the hooks ran
     assert any("iter=2" in r.message and "policy_loss=3" in r.message for r in caplog.records)

@@ -150,15 +150,17 @@ class FlaskFileSystemLearner(BaseCommLearner):
         # learner is about to publish those versions again.
         for path in remove_temp_files(self.path_policy):  # this learner is its only writer
             self._logger.warning(f"removed {path}: an unfinished write of an earlier run")
-        for path in remove_newer_policies(self.path_policy, learner.last_iter):
-            self._logger.warning(f"removed policy {path}: newer than iteration {learner.last_iter}")
+        for path in remove_newer_policies(self.path_policy, learner.train_iter):
+            self._logger.warning(
+                f"removed policy {path}: newer than iteration {learner.train_iter}"
+            )
         self._learner = learner
         self._best = BestPolicyWriter(
             learner.ckpt_dir, self.path_policy, self.policy.arch, self._logger
         )
         path = write_policy(
             self.path_policy,
-            learner.last_iter,
+            learner.train_iter,
             self.policy.model.state_dict(),
             keep=cfg.system.keep_policies,
         )
@@ -166,15 +168,15 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._thread.start()
         self._logger.info(
             f"training {cfg.exp_name} on {self.device}, {batch} samples per iteration"
-            + (f", resumed from iteration {learner.last_iter}" if resumed else "")
+            + (f", resumed from iteration {learner.train_iter}" if resumed else "")
         )
         return {
             "policy_path": str(path),
-            "policy_version": learner.last_iter,
+            "policy_version": learner.train_iter,
             "envstep": learner.envstep,
             "batch_size": batch,
             "published_at": time.time(),
-            "resumed_from": learner.last_iter if resumed else None,
+            "resumed_from": learner.train_iter if resumed else None,
             "checkpoint": loaded.name if (loaded := learner.loaded_checkpoint) else None,
         }
 
@@ -185,8 +187,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
         stop_reason, error = self._state()
         return {
             "batch_size": self.batch_size,
-            "iteration": learner.last_iter,
-            "policy_version": learner.last_iter,
+            "iteration": learner.train_iter,
+            "policy_version": learner.train_iter,
             "stop_reason": stop_reason,
             "error": error,
         }
@@ -216,7 +218,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             intake = take_rollouts(
                 named,
                 spec=self.spec,
-                version=learner.last_iter,
+                version=learner.train_iter,
                 max_lag=self.cfg.system.max_policy_lag,
                 rejected_dir=self.rejected_dir,
                 logger=self._logger,
@@ -258,7 +260,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self.closed.set()
         stop_reason, error = self._state() if learner else (None, "")
         return {
-            "iteration": learner.last_iter if learner else 0,
+            "iteration": learner.train_iter if learner else 0,
             "dropped_run_end": dropped,
             "stop_reason": stop_reason,
             "error": error,
@@ -271,7 +273,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         gets back for its batch."""
         path = write_policy(
             self.path_policy,
-            learner.last_iter,
+            learner.train_iter,
             self.policy.model.state_dict(),
             keep=self.cfg.system.keep_policies,
         )
@@ -309,14 +311,14 @@ class FlaskFileSystemLearner(BaseCommLearner):
         done = None
         if cfg.max_env_step is not None and learner.envstep >= cfg.max_env_step:
             done = "max_env_step"
-        elif cfg.max_train_iter is not None and learner.last_iter >= cfg.max_train_iter:
+        elif cfg.max_train_iter is not None and learner.train_iter >= cfg.max_train_iter:
             done = "max_train_iter"
         elif learner.stop_reason is not None:
             done = learner.stop_reason if learner.stop_reason in STOP_REASONS else None
         stop_reason, error = self._state()
         info = {
-            "iteration": learner.last_iter,
-            "policy_version": learner.last_iter,
+            "iteration": learner.train_iter,
+            "policy_version": learner.train_iter,
             "policy_path": policy_path,
             "published_at": time.time(),
             "done": done is not None or learner.stop_reason is not None,

@@ -28,7 +28,7 @@ class FaultHook(LearnerHook):
         self.at_iter, self.fault = at_iter, fault
 
     def __call__(self, engine):
-        current = engine.last_iter + (1 if self.position == "before_iter" else 0)
+        current = engine.train_iter + (1 if self.position == "before_iter" else 0)
         if current != self.at_iter:
             return
         if self.fault == "enospc":

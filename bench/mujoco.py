@@ -197,7 +197,9 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="config overrides for ding_lite, key=value")
     args = parser.parse_args()
     path = Path(args.results)
-    done = {(r["trainer"], r["env"], r["seed"], r["envstep"]) for r in load(path)}
+    # A run is known by the steps asked for: ding_lite's runs end on a whole iteration, a
+    # little past them (1,001,472 env steps for 1M).
+    done = {(r["trainer"], r["env"], r["seed"], r["steps"]) for r in load(path)}
     envs = [e for e in args.envs.split(",") if e]  # --envs "" with --sb3: SB3 only
     plan = [("ding_lite", e, s) for e in envs for s in parse_seeds(args.seeds)]
     if args.sb3:
@@ -211,12 +213,12 @@ def main() -> None:
             figures = run_sb3(env_id, seed, args.steps)
         else:
             figures = run_ding_lite(env_id, seed, args.steps, args.overrides)
-        row = {"trainer": trainer, "env": env_id, "seed": seed, **figures}
+        row = {"trainer": trainer, "env": env_id, "seed": seed, "steps": args.steps, **figures}
         row.update(date=time.strftime("%Y-%m-%d"), **provenance())
         with path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
         print(f"  eval return {row['eval_return']:.1f} in {row['wall_s']:.0f} s", flush=True)
-    report([r for r in load(path) if r["envstep"] == args.steps])
+    report([r for r in load(path) if r["steps"] == args.steps])
 
 
 if __name__ == "__main__":

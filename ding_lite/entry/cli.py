@@ -133,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         worker.add_argument(
             "-q", "--quiet", action="store_true", help="log warnings and errors only"
         )
+        if role == "learner":
+            worker.add_argument(
+                "--resident",
+                action="store_true",
+                help="stay up after the coordinator closes the run, for its next start task",
+            )
     return parser
 
 
@@ -313,6 +319,7 @@ def _worker(args: argparse.Namespace) -> int:
         port=args.port,
         master_timeout=args.master_timeout,
         quiet=args.quiet,
+        resident=getattr(args, "resident", False),
     )
 
 

@@ -154,10 +154,12 @@ def run_worker(
     port: int = 0,
     master_timeout: float = 60.0,
     quiet: bool = False,
+    resident: bool = False,
 ) -> int:
     """Runs one learner or collector until the coordinator closes it (or SIGTERM/SIGINT).
 
-    ``quiet`` logs warnings and errors only.
+    ``quiet`` logs warnings and errors only. A ``resident`` worker stays up after a close
+    task, for the coordinator's next start task (DI-engine's resident comm learner).
 
     The worker also stops when the coordinator has not answered its heartbeats for
     ``master_timeout`` seconds, so a crashed launcher leaves no worker behind for long.
@@ -190,7 +192,11 @@ def run_worker(
     previous = sigterm_as_interrupt()
     try:
         worker.start()
-        while not worker.closed.wait(0.2):
+        while True:
+            if worker.closed.wait(0.2):
+                if not resident:
+                    break
+                time.sleep(0.2)  # closed, and waiting for the next start task
             if worker.slave.evicted:  # another process holds this id now: leave it to it
                 get_logger(role).error(f"stopping: {worker.slave.evicted}")
                 return 1

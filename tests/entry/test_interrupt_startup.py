@@ -30,7 +30,9 @@ def test_a_signal_during_start_up_gives_one_line(tmp_path, sig, code):
             _, err = proc.communicate(timeout=60)
         finally:
             proc.kill()
-        assert proc.returncode == code, (delay, err)
+        # A shell reports 130 / 143 both for that exit code and for an exit by the signal
+        # itself (-2 / -15 here), which CPython may choose while it shuts down.
+        assert proc.returncode in (code, -sig), (delay, err)
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("ding-lite: interrupted"), (delay, err)
         # A run that never trained leaves nothing; one that did says how to resume.

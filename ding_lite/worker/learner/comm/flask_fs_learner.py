@@ -12,6 +12,7 @@ answer (``stop_reason``, ``error``) instead of failing tasks. Every wait is time
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -41,8 +42,8 @@ from ding_lite.worker.learner.comm.intake import (
     take_rollouts,
     task_paths,
 )
-from ding_lite.worker.learner.comm.training_thread import TrainingThread
-from ding_lite.worker.learner.learner_hook import LoadCkptHook
+from ding_lite.worker.learner.comm.training_thread import CallbackHook, TrainingThread
+from ding_lite.worker.learner.learner_hook import LearnerHook, LoadCkptHook
 
 # Stops the learner asks for that are failures of the run (reported as its stop_reason).
 _FAILURE_STOPS = (DIVERGED, DISK_FULL, LEARNER_FAILED)
@@ -60,11 +61,13 @@ class FlaskFileSystemLearner(BaseCommLearner):
 
     def __init__(
         self,
+        cfg: Any = None,
         *,
         worker_id: str = "learner0",
         device: str | None = None,
         slave_factory: Any = None,
     ) -> None:
+        super().__init__(cfg)
         self.worker_id = worker_id
         self._device_override = device
         #: The transport serving this worker's tasks (None: handlers are called directly).
@@ -73,6 +76,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._learner: BaseLearner | None = None
         self._thread: TrainingThread | None = None
         self._best: BestPolicyWriter | None = None  # ckpt/best.pt, from start_task on
+        self._published: Path | None = None  # the policy file send_policy wrote last
         self._learn_lock = threading.Lock()  # learn tasks run one at a time
         #: Set once the coordinator closed this worker (its process may exit).
         self.closed = threading.Event()
@@ -87,13 +91,49 @@ class FlaskFileSystemLearner(BaseCommLearner):
         }
 
     def start(self) -> None:
+        super().start()
         if self.slave is not None:
             self.slave.start()
 
     def close(self) -> None:
+        super().close()
         self._stop_learner(timeout=10.0)
         if self.slave is not None:
             self.slave.stop()
+
+    # --- DI-engine's callables (the training thread calls them) --------------------------
+    def get_data(self, batch_size: int) -> dict[str, torch.Tensor] | None:
+        """The next batch a learn task hands over (None once the learner is stopped)."""
+        return self._thread.next_batch() if self._thread is not None else None
+
+    def send_policy(self, state_dict: dict[str, Any]) -> None:
+        """Publishes the weights as policy version ``train_iter`` (a file in path_policy)."""
+        self._published = write_policy(
+            self.path_policy,
+            self._require_learner().train_iter,
+            state_dict,
+            keep=self.cfg.system.keep_policies,
+        )
+
+    def send_learn_info(self, learn_info: dict[str, Any]) -> None:
+        """Answers the learn task whose batch was just trained on."""
+        scalars = {
+            # JSON has no NaN: a non-finite scalar (e.g. explained variance of a constant
+            # target) goes out as null.
+            k: (float(v) if math.isfinite(v) else None)
+            for k, v in learn_info.items()
+        }
+        if self._thread is not None:
+            self._thread.answer({"policy_path": str(self._published), "scalars": scalars})
+
+    @property
+    def hooks4call(self) -> list[LearnerHook]:
+        """After every iteration (last, priority 90): publish the policy, then report."""
+        return [CallbackHook("publish", position="after_iter", callback=self._after_iter)]
+
+    def _after_iter(self, learner: BaseLearner) -> None:
+        self.send_policy(self.policy.model.state_dict())
+        self.send_learn_info(learner.learn_info)
 
     # --- tasks ---------------------------------------------------------------------------
     def start_task(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -108,8 +148,10 @@ class FlaskFileSystemLearner(BaseCommLearner):
             ConfigError: e.g. a device this machine lacks (the task fails as "ConfigError:
                 ...", which the coordinator does not retry).
         """
-        if self._learner is not None:
+        if self._learner is not None and not self.closed.is_set():
             raise DingLiteError("learner already started")
+        self._learner, self._thread, self._best = None, None, None  # resident: a new run
+        self.closed.clear()
         cfg = compile_config(data["config"])
         if self._device_override:
             cfg.device = self._device_override
@@ -135,13 +177,16 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self.path_data = Path(cfg.system.path_data or exp_dir / "data")
         self.rejected_dir = exp_dir / "rejected"
         tb_logger = build_tb_logger(exp_dir / "tb" / self.worker_id)
-        learner = BaseLearner(
-            cfg.learner,
-            self.policy,
-            tb_logger,
-            cfg.exp_name,
-            self.worker_id,
-            exp_dir=exp_dir,
+        learner = self._create_learner(
+            {
+                "learner_cfg": cfg.learner,
+                "policy": self.policy,
+                "batch_size": batch,
+                "exp_name": cfg.exp_name,
+                "exp_dir": exp_dir,
+                "instance_name": self.worker_id,
+                "tb_logger": tb_logger,
+            }
         )
         learner.call_hook("before_run")  # a resume loads its checkpoint here, before v0 goes out
         resumed = any(isinstance(h, LoadCkptHook) for h in learner.hooks["before_run"])
@@ -164,7 +209,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
             self.policy.model.state_dict(),
             keep=cfg.system.keep_policies,
         )
-        self._thread = TrainingThread(learner, self._publish, self._logger)
+        self._thread = TrainingThread(
+            learner, self._logger, fetch=functools.partial(self.get_data, batch)
+        )
         self._thread.start()
         self._logger.info(
             f"training {cfg.exp_name} on {self.device}, {batch} samples per iteration"
@@ -268,23 +315,6 @@ class FlaskFileSystemLearner(BaseCommLearner):
         }
 
     # --- helpers -----------------------------------------------------------------------
-    def _publish(self, learner: BaseLearner) -> dict[str, Any]:
-        """after_iter (training thread): publish the new policy version; what learn_task
-        gets back for its batch."""
-        path = write_policy(
-            self.path_policy,
-            learner.train_iter,
-            self.policy.model.state_dict(),
-            keep=self.cfg.system.keep_policies,
-        )
-        scalars = {
-            # JSON has no NaN: a non-finite scalar (e.g. explained variance of a constant
-            # target) goes out as null.
-            k: (float(v) if math.isfinite(v) else None)
-            for k, v in learner.learn_info.items()
-        }
-        return {"policy_path": str(path), "scalars": scalars}
-
     def _state(self) -> tuple[str | None, str]:
         """``(stop_reason, error)``: why this learner cannot train any more (None, "")."""
         thread = self._thread

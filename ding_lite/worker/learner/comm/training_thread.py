@@ -20,7 +20,7 @@ from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.learner_hook import LearnerHook
 
 
-class _CallbackHook(LearnerHook):
+class CallbackHook(LearnerHook):
     """Calls ``callback(engine)``: how the comm learner hands its publish step to the learner."""
 
     default_priority = 90  # after logging and checkpoints
@@ -36,21 +36,24 @@ class _CallbackHook(LearnerHook):
 class TrainingThread:
     """Runs ``learner.train`` on the batches :meth:`train` hands over, in a thread.
 
+    The learner's ``after_iter`` hook (the comm learner's ``send_learn_info``) hands each
+    iteration's answer back with :meth:`answer`.
+
     Args:
         learner: the BaseLearner (its ``before_run`` hooks already called).
-        publish: called after every iteration (``after_iter``, in the thread); what it
-            returns is what :meth:`train` returns for that batch.
         logger: where the thread reports how it ended.
+        fetch: what the loop calls for its next batch (None: stop); default
+            :meth:`next_batch` (a comm learner passes its ``get_data``, which calls it).
     """
 
     def __init__(
         self,
         learner: BaseLearner,
-        publish: Callable[[BaseLearner], dict[str, Any]],
         logger: Any,
+        fetch: Callable[[], dict[str, torch.Tensor] | None] | None = None,
     ) -> None:
         self.learner = learner
-        self._publish = publish
+        self._fetch = fetch or self.next_batch
         self._logger = logger
         self._data: queue.Queue = queue.Queue(maxsize=1)
         self._answers: queue.Queue = queue.Queue()
@@ -59,9 +62,6 @@ class TrainingThread:
         self._training_id = 0  # id of the batch being trained on
         #: The exception that ended the thread (None while it did not fail).
         self.error: BaseException | None = None
-        learner.register_hook(
-            _CallbackHook("publish", position="after_iter", callback=self._after_iter)
-        )
         self._thread = threading.Thread(target=self._run, name="learner-train", daemon=True)
 
     def start(self) -> None:
@@ -88,7 +88,7 @@ class TrainingThread:
         """Trains one iteration on ``batch``.
 
         Returns:
-            What ``publish`` returned for it, or None when the thread died or stopped first.
+            The :meth:`answer` given for it, or None when the thread died or stopped first.
 
         Raises:
             TimeoutError: no answer within ``timeout`` seconds (the thread is still busy).
@@ -117,8 +117,9 @@ class TrainingThread:
             if got_id == batch_id:  # an older batch's late answer is dropped
                 return answer
 
-    def _after_iter(self, learner: BaseLearner) -> None:
-        self._answers.put((self._training_id, self._publish(learner)))
+    def answer(self, result: dict[str, Any]) -> None:
+        """Hands the answer for the batch being trained on back to :meth:`train`."""
+        self._answers.put((self._training_id, result))
 
     def next_batch(self) -> dict[str, torch.Tensor] | None:
         """The next batch handed over (None once stopped): the BaseLearner's ``get_data``."""
@@ -135,7 +136,7 @@ class TrainingThread:
         try:
             with learner.auto_checkpoint():
                 for _ in range(learner.cfg.max_iterations):
-                    batch = self.next_batch()
+                    batch = self._fetch()
                     if batch is None:
                         break
                     learner.train(batch)

@@ -17,8 +17,6 @@ from typing import Any
 import torch.distributed as dist
 from easydict import EasyDict
 
-from ding_lite.config.config import deep_merge_dicts
-from ding_lite.config.defaults import DEFAULT_CONFIG
 from ding_lite.data.dataloader import AsyncDataLoader
 from ding_lite.policy.base import LearnMode
 from ding_lite.utils.counter import CountVar
@@ -30,6 +28,7 @@ from ding_lite.utils.stop import DIVERGED
 from ding_lite.utils.timer import PhaseTimer
 from ding_lite.worker.learner import checkpoint as ckpt_files
 from ding_lite.worker.learner.checkpoint import latest_checkpoint, read_checkpoint
+from ding_lite.worker.learner.learner_config import learner_config
 from ding_lite.worker.learner.learner_hook import (
     LearnerHook,
     build_hooks,
@@ -66,7 +65,7 @@ class BaseLearner:
         exp_dir: str | Path | None = None,
         get_data: Callable[[], Any] | None = None,
     ) -> None:
-        self._cfg = EasyDict(deep_merge_dicts(DEFAULT_CONFIG["learner"], cfg or {}))
+        self._cfg = learner_config(cfg)
         self._policy = policy
         self._tb_logger = tb_logger
         self._exp_name = exp_name

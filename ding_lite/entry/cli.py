@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         worker.add_argument(
             "-c",
             "--config",
-            help="accepted for symmetry; the coordinator sends the run's config",
+            help="a Python config file to run first, for the hooks and envs it registers "
+            "(the coordinator still sends the run's config)",
         )
         worker.add_argument(
             "--worker-id",
@@ -306,7 +307,11 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    from ding_lite.config.config import load_experiment
     from ding_lite.entry.parallel import run_worker
+
+    if args.config:  # a .py file registers its hooks and envs as it runs
+        load_experiment(args.config)
 
     return run_worker(
         args.command,

@@ -38,8 +38,11 @@ class Launcher:
         log_dir: each worker logs to ``<log_dir>/<worker id>.log``.
     """
 
-    def __init__(self, cfg: Any, address: str, token: str, log_dir: Path) -> None:
+    def __init__(
+        self, cfg: Any, address: str, token: str, log_dir: Path, register: str | None = None
+    ) -> None:
         self.cfg, self.address, self.token, self.log_dir = cfg, address, token, log_dir
+        self.register = register  # a Python config file every worker runs first, or None
         self.procs: dict[str, subprocess.Popen] = {}  # worker id -> process, old ones too
         self.roles: dict[str, str] = {}
         self.restarts = 0
@@ -64,7 +67,7 @@ class Launcher:
         # is in no list, so nothing would stop it: they wait until it is recorded.
         with _signals_deferred():
             self.procs[worker_id] = spawn_worker(
-                role, worker_id, self.address, self.token, self.cfg, self.log_dir
+                role, worker_id, self.address, self.token, self.cfg, self.log_dir, self.register
             )
             self.roles[worker_id] = role
 
@@ -174,9 +177,19 @@ class LauncherTransport:
 
 
 def spawn_worker(
-    role: str, worker_id: str, address: str, token: str, cfg: Any, log_dir: Path
+    role: str,
+    worker_id: str,
+    address: str,
+    token: str,
+    cfg: Any,
+    log_dir: Path,
+    register: str | None = None,
 ) -> subprocess.Popen:
-    """Starts ``ding-lite <role>`` for the coordinator at ``address``; output to its log."""
+    """Starts ``ding-lite <role>`` for the coordinator at ``address``; output to its log.
+
+    ``register``: a Python config file the worker runs first (``-c``), for the hooks and
+    envs it registers.
+    """
     env = dict(os.environ, DING_LITE_TOKEN=token)
     if "OMP_NUM_THREADS" not in os.environ:
         env["OMP_NUM_THREADS"] = str(worker_threads(role, cfg.system.collectors))
@@ -191,6 +204,7 @@ def spawn_worker(
         worker_id,
         "--heartbeat-period",
         str(cfg.system.heartbeat_period),
+        *(["-c", register] if register else []),
     ]
     log = open(log_dir / f"{worker_id}.log", "ab")  # noqa: SIM115 (the child owns it)
     try:

@@ -132,6 +132,9 @@ def parallel_pipeline(
     Raises:
         RunInterrupted: SIGINT or SIGTERM ended the run (after result.json was written).
     """
+    # A Python config file also runs in every worker, so the hooks and envs it registers
+    # exist there too.
+    register = str(Path(cfg).resolve()) if isinstance(cfg, str) and cfg.endswith(".py") else None
     cfg = compile_parallel_config(
         cfg,
         seed=seed,
@@ -150,7 +153,7 @@ def parallel_pipeline(
     previous = sigterm_as_interrupt(seen)  # from here on SIGTERM unwinds like Ctrl-C
     try:
         with prepare_run_dir(cfg, resume is not None) as outcome:
-            result, interrupted = _run(cfg, run_dir, say, status_interval)
+            result, interrupted = _run(cfg, run_dir, say, status_interval, register)
             outcome["failed"] = interrupted
     except KeyboardInterrupt:
         raise RunInterrupted(seen[0] if seen else "SIGINT", _resumable(run_dir)) from None
@@ -168,7 +171,9 @@ def _resumable(run_dir: Path) -> Path | None:
     return run_dir if ckpt.is_dir() and latest_checkpoint(ckpt) else None
 
 
-def _run(cfg: Any, run_dir: Path, say: Any, status_interval: float) -> tuple[dict, bool]:
+def _run(
+    cfg: Any, run_dir: Path, say: Any, status_interval: float, register: str | None = None
+) -> tuple[dict, bool]:
     token = cfg.system.token or generate_token()
     log_dir = run_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -181,7 +186,7 @@ def _run(cfg: Any, run_dir: Path, say: Any, status_interval: float) -> tuple[dic
             launcher.worker_lost(worker_id)
 
     master = start_master(cfg, token, on_worker_lost)
-    launcher = Launcher(cfg, master.address, token, log_dir)
+    launcher = Launcher(cfg, master.address, token, log_dir, register)
     tb: TbStatus | None = None
     interrupted = False
     coordinator: Coordinator | None = None

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 # Run as a script, this file's folder is first on sys.path, where "import mujoco" (by
 # gymnasium's MuJoCo envs) would find this very file.
@@ -74,19 +75,26 @@ def run_ding_lite(env_id: str, seed: int, steps: int, extra: list[str]) -> dict:
     }
 
 
-def run_sb3(env_id: str, seed: int, steps: int) -> dict:
-    import gymnasium as gym
-    import numpy as np
-    import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    start = time.perf_counter()
-    env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.999)
-    model = PPO(
-        "MlpPolicy",
-        env,
+def sb3_settings(preset: str, torch: Any) -> tuple[float, dict]:
+    """``(VecNormalize gamma, PPO keyword arguments)`` of a preset: ``rl_zoo_hopper`` (rl-zoo's
+    tuned Hopper settings) or ``cleanrl`` (CleanRL's continuous-control defaults, the ones
+    ``mujoco_ppo`` copies: 2,048 steps, minibatches of 64, 10 epochs, lr 3e-4 annealed)."""
+    if preset == "cleanrl":
+        return 0.99, dict(
+            n_steps=2048,
+            batch_size=64,
+            n_epochs=10,
+            learning_rate=lambda progress: 3e-4 * progress,
+            gamma=0.99,
+            gae_lambda=0.95,
+            clip_range=0.2,
+            clip_range_vf=0.2,
+            ent_coef=0.0,
+            vf_coef=0.5,
+            max_grad_norm=0.5,
+            policy_kwargs=dict(log_std_init=0.0, net_arch=dict(pi=[64, 64], vf=[64, 64])),
+        )
+    return 0.999, dict(
         n_steps=512,
         batch_size=32,
         n_epochs=5,
@@ -103,9 +111,21 @@ def run_sb3(env_id: str, seed: int, steps: int) -> dict:
             activation_fn=torch.nn.ReLU,
             net_arch=dict(pi=[256, 256], vf=[256, 256]),
         ),
-        seed=seed,
-        device="cpu",
     )
+
+
+def run_sb3(env_id: str, seed: int, steps: int, preset: str = "rl_zoo_hopper") -> dict:
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    start = time.perf_counter()
+    norm_gamma, settings = sb3_settings(preset, torch)
+    env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=norm_gamma)
+    model = PPO("MlpPolicy", env, seed=seed, device="cpu", **settings)
     model.learn(total_timesteps=steps)
     wall = time.perf_counter() - start
     env.training, env.norm_reward = False, False
@@ -192,6 +212,11 @@ def main() -> None:
     parser.add_argument("--seeds", default="0-2", help="e.g. 0-2 or 0,2")
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--sb3", action="store_true", help="also SB3's PPO on Hopper-v5")
+    parser.add_argument(
+        "--sb3-cleanrl",
+        action="store_true",
+        help="also SB3's PPO with CleanRL's settings on each of --envs (a same-machine peer)",
+    )
     parser.add_argument("--results", default=str(Path(__file__).with_name("mujoco_results.jsonl")))
     parser.add_argument("--again", action="store_true", help="re-run runs already in the file")
     parser.add_argument("overrides", nargs="*", help="config overrides for ding_lite, key=value")
@@ -204,6 +229,8 @@ def main() -> None:
     plan = [("ding_lite", e, s) for e in envs for s in parse_seeds(args.seeds)]
     if args.sb3:
         plan += [("sb3", "Hopper-v5", s) for s in parse_seeds(args.seeds)]
+    if args.sb3_cleanrl:
+        plan = [("sb3_cleanrl", e, s) for e in envs for s in parse_seeds(args.seeds)]
     for trainer, env_id, seed in plan:
         if (trainer, env_id, seed, args.steps) in done and not args.again:
             print(f"{trainer} {env_id} seed {seed}: in {path} already (--again to re-run)")
@@ -211,6 +238,8 @@ def main() -> None:
         print(f"{trainer} {env_id} seed {seed}: training {args.steps:,} env steps...", flush=True)
         if trainer == "sb3":
             figures = run_sb3(env_id, seed, args.steps)
+        elif trainer == "sb3_cleanrl":
+            figures = run_sb3(env_id, seed, args.steps, preset="cleanrl")
         else:
             figures = run_ding_lite(env_id, seed, args.steps, args.overrides)
         row = {"trainer": trainer, "env": env_id, "seed": seed, "steps": args.steps, **figures}

@@ -9,8 +9,9 @@ import queue
 import torch
 from learner_fakes import VectorPolicy
 
+from ding_lite.config import compile_config
 from ding_lite.worker.learner import BaseLearner, Hook, LearnerHook
-from ding_lite.worker.learner.comm import BaseCommLearner
+from ding_lite.worker.learner.comm import BaseCommLearner, FlaskFileSystemLearner
 
 
 class Recorder(LearnerHook):
@@ -113,3 +114,25 @@ def test_the_reference_document_end_to_end(tmp_path):
     assert comm.deal_with_learner_learn({}) == {"ok": "learn"}
     comm.close()
     assert comm._end_flag
+
+
+def test_the_flask_comm_learner_stays_resident_for_a_second_start(tmp_path):
+    """The reference's last step: after a run closes, the comm learner waits for the next
+    ``learner_start_task`` and builds a new learner for it."""
+    cfg = compile_config(
+        "cartpole_ppo",
+        ["env.num_envs=4", "policy.collect.n_steps=16", "system.collectors=1"],
+        exp_dir=str(tmp_path / "run"),
+    )
+    comm = FlaskFileSystemLearner(None, worker_id="learner0")
+    try:
+        first = comm.deal_with_learner_start({"config": dict(cfg)})
+        assert first["policy_version"] == 0
+        assert comm.deal_with_get_data({})["batch_size"] == 64
+        comm.deal_with_learner_close({})
+        assert comm.closed.is_set()
+        second = comm.deal_with_learner_start({"config": dict(cfg, seed=1)})
+        assert second["policy_version"] == 0 and not comm.closed.is_set()
+        assert comm.cfg.seed == 1  # the new run's config
+    finally:
+        comm.close()

@@ -25,6 +25,7 @@ WINDOW = 20
 
 def run_ding_lite(seed: int, max_env_step: int, exp_dir: Path) -> dict:
     from ding_lite.config import compile_config
+    from ding_lite.entry.run_dir import claim_exp_dir
     from ding_lite.entry.serial import SerialRun
     from ding_lite.worker.learner import LearnerHook
 
@@ -36,7 +37,8 @@ def run_ding_lite(seed: int, max_env_step: int, exp_dir: Path) -> dict:
         exp_dir=str(exp_dir),
     )
     start = time.perf_counter()
-    run = SerialRun(cfg, exp_dir)
+    lock = claim_exp_dir(cfg)
+    run = SerialRun(cfg, lock.path)
     hit: dict = {}
 
     class TrainReturnTarget(LearnerHook):
@@ -49,7 +51,8 @@ def run_ding_lite(seed: int, max_env_step: int, exp_dir: Path) -> dict:
                 engine.request_stop("training return target reached")
 
     run.learner.register_hook(TrainReturnTarget("train_return_target", 0, position="before_iter"))
-    run.run(start, progress=False)
+    with lock:
+        run.run(start, progress=False, lock=lock)
     if not hit:
         return {
             "solved": False,

@@ -21,7 +21,8 @@ from ding_lite.rl_utils import (
     ppo_policy_loss,
     ppo_value_loss,
 )
-from ding_lite.utils.errors import CheckpointError
+from ding_lite.utils.distributed import all_mean_, average_gradients, broadcast_, world
+from ding_lite.utils.errors import CheckpointError, ConfigError
 
 
 @POLICY_REGISTRY.register("ppo")
@@ -122,6 +123,16 @@ class PPOPolicy(Policy):
         return info
 
     def _update(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
+        """The epochs of minibatch steps on one batch.
+
+        Data-parallel (N ranks in a torch.distributed group, each holding the whole batch):
+        every rank takes rank 0's minibatch order, and of each minibatch of m samples rank r
+        computes on the r-th of N contiguous parts of m / N. The gradients are averaged over
+        the ranks before each step, so every rank takes the step one process would take on
+        the whole minibatch. The minibatch's advantage mean and std come from the whole
+        minibatch (which every rank holds: the values an all-reduce would give), and the KL
+        early stop and the logged means are averaged over the ranks.
+        """
         learn = self.cfg.learn
         lr = self._learning_rate()
         for group in self.optimizer.param_groups:
@@ -131,6 +142,13 @@ class PPOPolicy(Policy):
         b_advantages, b_returns = data["adv"], data["ret"]
         batch_size = b_obs.shape[0]
         mb_size = min(learn.batch_size, batch_size)
+        rank, ranks = world()
+        if mb_size % ranks:
+            raise ConfigError(
+                f"policy.learn.batch_size: a minibatch of {mb_size} does not split into "
+                f"{ranks} equal parts (one per learner rank)"
+            )
+        part = mb_size // ranks
         value_only = self._iter < learn.value_warmup_iters
         kl_coef = self._kl_coef
         sums = dict(pg_loss=0.0, v_loss=0.0, entropy=0.0, approx_kl=0.0, clipfrac=0.0, kl=0.0)
@@ -140,16 +158,19 @@ class PPOPolicy(Policy):
         stats: list[torch.Tensor] = []
         self.model.train()
         for _epoch in range(learn.n_epochs):
-            b_inds = torch.randperm(batch_size, device=self.device)
+            b_inds = broadcast_(torch.randperm(batch_size, device=self.device))
             for start in range(0, batch_size - mb_size + 1, mb_size):
                 mb_inds = b_inds[start : start + mb_size]
-                dist, newvalue = self.model(b_obs[mb_inds])
-                newlogprob = dist.log_prob(b_actions[mb_inds])
                 mb_advantages = b_advantages[mb_inds]
                 if self._adv_estimator.normalize:
                     mb_advantages = (mb_advantages - mb_advantages.mean()) / (
                         mb_advantages.std() + 1e-8
                     )
+                if ranks > 1:  # this rank's part of the minibatch
+                    mb_inds = mb_inds[rank * part : (rank + 1) * part]
+                    mb_advantages = mb_advantages[rank * part : (rank + 1) * part]
+                dist, newvalue = self.model(b_obs[mb_inds])
+                newlogprob = dist.log_prob(b_actions[mb_inds])
                 pg = ppo_policy_loss(
                     newlogprob, b_logprobs[mb_inds], mb_advantages, learn.clip_ratio
                 )
@@ -190,9 +211,13 @@ class PPOPolicy(Policy):
             if n_backward % learn.grad_accum_steps:
                 grad_norms.append(self._optimizer_step())
                 n_backward = 0
-            if learn.target_kl is not None and stats and stats[-1][3].item() > learn.target_kl:
+            if (
+                learn.target_kl is not None
+                and stats
+                and all_mean_(stats[-1][3].clone()).item() > learn.target_kl
+            ):
                 break
-        means = torch.stack(stats).mean(0).tolist() if stats else [math.nan] * 6
+        means = all_mean_(torch.stack(stats).mean(0)).tolist() if stats else [math.nan] * 6
         for key, value in zip(sums, means, strict=True):
             sums[key] = value
         self._iter += 1
@@ -224,6 +249,7 @@ class PPOPolicy(Policy):
     def _optimizer_step(self) -> torch.Tensor:
         """Clips and applies the accumulated gradient; skips it (counted) if not finite."""
         max_norm = self.cfg.learn.grad_clip_norm
+        average_gradients(self.model.parameters())  # data-parallel ranks: the mean gradient
         grad_norm = nn.utils.clip_grad_norm_(
             self.model.parameters(), max_norm if max_norm is not None else math.inf
         )

@@ -1,0 +1,177 @@
+"""Data-parallel learners on torch.distributed: the group, and the few collectives they use.
+
+The N ranks of one logical learner form a process group initialised from the environment
+(``env://``: ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, as ``torchrun``
+and the launcher set them). CPU tensors travel over gloo; CUDA tensors over nccl when the
+machine has GPUs. Everything here is a no-op with one rank, so single-process code calls it
+unconditionally. Messages between ranks are JSON and tensors, never pickles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ding_lite.utils.errors import ConfigError
+
+#: Environment variables that make a process one rank of a group (torchrun sets them all).
+RANK_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def world() -> tuple[int, int]:
+    """``(rank, world_size)`` of this process; ``(0, 1)`` outside a process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def env_world_size() -> int:
+    """The group size the environment asks for (``WORLD_SIZE``; 1 when unset)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        raise ConfigError(f"WORLD_SIZE must be an integer, got {os.environ['WORLD_SIZE']!r}")
+
+
+def init_from_env(timeout_s: float) -> tuple[int, int]:
+    """Joins the process group the environment describes (``env://``); returns
+    ``(rank, world_size)``.
+
+    ``timeout_s`` bounds the rendezvous and every later collective: a rank that waits
+    longer for its peers fails instead of hanging.
+
+    Raises:
+        ConfigError: a variable of :data:`RANK_ENV` is missing, or torch.distributed is not
+            available in this torch build.
+    """
+    if dist.is_initialized():
+        return world()
+    missing = [name for name in RANK_ENV if name not in os.environ]
+    if missing:
+        raise ConfigError(
+            f"a distributed learner needs {', '.join(missing)} in its environment "
+            "(run it under torchrun, or use ding-lite parallel --learners N)"
+        )
+    if not dist.is_available():
+        raise ConfigError("this torch build has no torch.distributed")
+    # gloo for CPU tensors; nccl for CUDA ones where the machine has GPUs.
+    backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+    dist.init_process_group(backend, init_method="env://", timeout=timedelta(seconds=timeout_s))
+    return world()
+
+
+def finalize() -> None:
+    """Leaves the process group (if any)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def broadcast_json(obj: Any = None, src: int = 0) -> Any:
+    """Rank ``src`` sends a JSON-able object; every rank returns it."""
+    rank, size = world()
+    if size == 1:
+        return obj
+    if rank == src:
+        payload = torch.frombuffer(bytearray(json.dumps(obj).encode()), dtype=torch.uint8)
+        length = torch.tensor([payload.numel()], dtype=torch.int64)
+    else:
+        length = torch.zeros(1, dtype=torch.int64)
+    dist.broadcast(length, src)
+    if rank != src:
+        payload = torch.empty(int(length.item()), dtype=torch.uint8)
+    dist.broadcast(payload, src)
+    return obj if rank == src else json.loads(payload.numpy().tobytes().decode())
+
+
+def broadcast_tensors(tensors: dict[str, torch.Tensor] | None, src: int = 0) -> dict:
+    """Rank ``src`` sends a dict of tensors (names, shapes and dtypes go first, as JSON);
+    every rank returns it, on the device the tensors had on ``src``."""
+    rank, size = world()
+    if size == 1:
+        return tensors or {}
+    header = None
+    if rank == src:
+        header = [
+            [k, list(t.shape), str(t.dtype).removeprefix("torch."), t.device.type]
+            for k, t in tensors.items()
+        ]
+    header = broadcast_json(header, src)
+    out = {}
+    for name, shape, dtype, device in header:
+        if rank == src:
+            tensor = tensors[name].contiguous()
+        else:
+            tensor = torch.empty(shape, dtype=getattr(torch, dtype), device=_local(device))
+        dist.broadcast(tensor, src)
+        out[name] = tensor
+    return out
+
+
+def broadcast_module(module: torch.nn.Module, src: int = 0) -> None:
+    """Copies rank ``src``'s parameters and buffers into every rank's ``module``."""
+    if world()[1] == 1:
+        return
+    with torch.no_grad():
+        for tensor in module.state_dict().values():
+            dist.broadcast(tensor, src)
+
+
+def broadcast_(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+    """Overwrites ``tensor`` with rank ``src``'s, in place; returns it."""
+    if world()[1] > 1:
+        dist.broadcast(tensor, src)
+    return tensor
+
+
+def all_mean_(tensor: torch.Tensor) -> torch.Tensor:
+    """Replaces ``tensor`` by its mean over the ranks, in place; returns it."""
+    size = world()[1]
+    if size > 1:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        tensor.div_(size)
+    return tensor
+
+
+def average_gradients(params: Iterable[torch.nn.Parameter]) -> None:
+    """Averages the gradients over the ranks with one all-reduce of their concatenation.
+
+    Every rank must hold gradients for the same parameters (the same graph on its part of
+    the minibatch), which data-parallel PPO guarantees.
+    """
+    if world()[1] == 1:
+        return
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    all_mean_(flat)
+    offset = 0
+    for g in grads:
+        g.copy_(flat[offset : offset + g.numel()].view_as(g))
+        offset += g.numel()
+
+
+def barrier() -> None:
+    if world()[1] > 1:
+        dist.barrier()
+
+
+def _local(device_type: str) -> torch.device:
+    if device_type == "cuda":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device(device_type)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on at ``host`` (bound and released at once), for a
+    group's ``MASTER_PORT``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]

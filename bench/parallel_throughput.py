@@ -1,8 +1,9 @@
 """Serial vs parallel on Pendulum, in one run on the same machine.
 
 For each seed: ``ding-lite serial -c pendulum_ppo`` and ``ding-lite parallel -c
-pendulum_ppo_parallel`` with 1 and 2 collectors, all with the same algorithm settings (64 env
-copies in total per iteration: 64 for serial, 64 / C per collector). Each run is launched as
+pendulum_ppo_parallel`` with 1 and 2 collectors, all with the same algorithm settings (the
+serial experiment's ``env.num_envs`` copies in total per iteration: all of them for serial,
+1/C of them per collector). Each run is launched as
 the command a user types, in a fresh process, so every run pays its own start-up (Python,
 torch, and for parallel the worker processes). Prints, per run: wall seconds from launch to
 exit (the run stops at the target, eval mean >= -200, or at the env-step limit; "in-run" is
@@ -26,7 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
-TOTAL_ENVS = 64
+
+def total_envs() -> int:
+    """The serial experiment's env copies per iteration, which the parallel runs split."""
+    from ding_lite.config.experiments.pendulum_ppo import config
+
+    return int(config["env"]["num_envs"])
 
 
 def launch(args: list[str], exp_dir: Path) -> dict:
@@ -51,7 +57,7 @@ def run_serial(seed: int, exp_dir: Path) -> dict:
 
 def run_parallel(seed: int, collectors: int, exp_dir: Path) -> dict:
     args = ["parallel", "-c", "pendulum_ppo_parallel", "--seed", str(seed)]
-    args += ["--collectors", str(collectors), f"env.num_envs={TOTAL_ENVS // collectors}"]
+    args += ["--collectors", str(collectors), f"env.num_envs={total_envs() // collectors}"]
     return launch(args, exp_dir)
 
 

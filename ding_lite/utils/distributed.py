@@ -37,7 +37,9 @@ def env_world_size() -> int:
     try:
         return max(1, int(os.environ.get("WORLD_SIZE", "1")))
     except ValueError:
-        raise ConfigError(f"WORLD_SIZE must be an integer, got {os.environ['WORLD_SIZE']!r}")
+        raise ConfigError(
+            f"WORLD_SIZE must be an integer, got {os.environ['WORLD_SIZE']!r}"
+        ) from None
 
 
 def init_from_env(timeout_s: float) -> tuple[int, int]:

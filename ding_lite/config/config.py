@@ -79,6 +79,7 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "system.stall_timeout": (lambda v: v > 0, "positive"),
     "system.max_restarts": (lambda v: v >= 0, "0 or more"),
     "system.join_timeout": (lambda v: v > 0, "positive"),
+    "system.dist_timeout": (lambda v: v > 0, "positive"),
     "policy.learn.max_skipped_steps": (lambda v: v >= 1, "at least 1"),
     "policy.learn.value_weight": (lambda v: v > 0, "positive"),
     "policy.learn.entropy_weight": (lambda v: v >= 0, "0 or more"),

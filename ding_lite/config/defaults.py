@@ -152,7 +152,8 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         path_policy="",
         # Shared secret of every request (None: $DING_LITE_TOKEN; the launcher makes one).
         token=None,
-        # Learner and collector processes the launcher starts.
+        # Learner and collector processes the launcher starts. Learners > 1: the ranks of one
+        # data-parallel learner (torch.distributed; policy.learn.batch_size must divide by it).
         learners=1,
         collectors=2,
         # Seconds between a worker's heartbeats, and of silence before it is dropped.
@@ -178,6 +179,9 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         max_restarts=3,
         # Seconds the coordinator waits for a learner (and the first collector) to register.
         join_timeout=120.0,
+        # Seconds a learner rank waits for the others (a collective, a command) before its
+        # group counts as lost and is restarted.
+        dist_timeout=60.0,
     ),
     evaluator=dict(
         # Evaluate every this many iterations (0: never during training; once at the end).

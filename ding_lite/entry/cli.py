@@ -140,6 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
                 action="store_true",
                 help="stay up after the coordinator closes the run, for its next start task",
             )
+            worker.add_argument(
+                "--dist-timeout",
+                type=float,
+                default=60.0,
+                help="under torchrun (or --learners N): seconds a rank waits for the others "
+                "before its group counts as lost (default 60)",
+            )
     return parser
 
 
@@ -325,6 +332,7 @@ def _worker(args: argparse.Namespace) -> int:
         master_timeout=args.master_timeout,
         quiet=args.quiet,
         resident=getattr(args, "resident", False),
+        dist_timeout=getattr(args, "dist_timeout", 60.0),
     )
 
 

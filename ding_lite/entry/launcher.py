@@ -6,6 +6,11 @@ It is the coordinator's supervisor. A worker that died, or that the coordinator 
 process under a fresh id (``<id>.r<n>``, so the coordinator's duplicate-id rule never blocks
 it), after a backoff, at most ``system.max_restarts`` times per run. A restarted learner
 resumes from the latest checkpoint (the coordinator's start task says so).
+
+A data-parallel learner (``system.learners`` = N > 1) is one group of N processes, ranks
+0 to N-1 of a torch.distributed group on this machine; rank 0 is the worker the coordinator
+sees. A rank that dies takes the group down: all N are killed and started again together,
+which counts as one restart.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ding_lite.utils.distributed import free_port
 from ding_lite.utils.log import get_logger
 
 CHILD_STOP_S = 8.0  # children get this long to exit before they are killed
@@ -44,6 +50,7 @@ class Launcher:
         self.cfg, self.address, self.token, self.log_dir = cfg, address, token, log_dir
         self.register = register  # a Python config file every worker runs first, or None
         self.procs: dict[str, subprocess.Popen] = {}  # worker id -> process, old ones too
+        self.followers: dict[str, list[subprocess.Popen]] = {}  # id -> its ranks 1..N-1
         self.roles: dict[str, str] = {}
         self.restarts = 0
         self._handled: dict[str, bool] = {}  # worker id -> whether a replacement follows
@@ -55,7 +62,7 @@ class Launcher:
 
     def start_all(self) -> None:
         system = self.cfg.system
-        roles = ["learner"] * system.learners + ["collector"] * system.collectors
+        roles = ["learner"] + ["collector"] * system.collectors  # N learner ranks: one group
         counts: dict[str, int] = {}
         for role in roles:
             index = counts.setdefault(role, 0)
@@ -65,10 +72,28 @@ class Launcher:
     def _spawn(self, role: str, worker_id: str) -> None:
         # A Ctrl-C or SIGTERM arriving inside Popen (after the fork) would leave a child that
         # is in no list, so nothing would stop it: they wait until it is recorded.
+        ranks = self.cfg.system.learners if role == "learner" else 1
+        group = {"WORLD_SIZE": str(ranks), "MASTER_ADDR": "127.0.0.1"}
+        if ranks > 1:
+            group["MASTER_PORT"] = str(free_port())
         with _signals_deferred():
-            self.procs[worker_id] = spawn_worker(
-                role, worker_id, self.address, self.token, self.cfg, self.log_dir, self.register
-            )
+            procs = []
+            for rank in range(ranks):
+                env = {**group, "RANK": str(rank), "LOCAL_RANK": str(rank)} if ranks > 1 else None
+                procs.append(
+                    spawn_worker(
+                        role,
+                        worker_id,
+                        self.address,
+                        self.token,
+                        self.cfg,
+                        self.log_dir,
+                        self.register,
+                        rank_env=env,
+                    )
+                )
+            self.procs[worker_id] = procs[0]
+            self.followers[worker_id] = procs[1:]
             self.roles[worker_id] = role
 
     # --- the coordinator's supervisor ----------------------------------------------------
@@ -83,7 +108,8 @@ class Launcher:
         proc = self.procs.get(worker_id)
         if proc is None:
             return False
-        _kill(proc)
+        for each in [proc, *self.followers.get(worker_id, [])]:
+            _kill(each)
         if self.restarts >= self.cfg.system.max_restarts:
             self._logger.error(
                 f"{role} {worker_id} failed ({reason}); no restart left "
@@ -122,8 +148,14 @@ class Launcher:
             self._due.remove(item)
             self._spawn(item[1], item[2])
         for wid, proc in list(self.procs.items()):
-            if wid not in self._handled and proc.poll() is not None:
+            if wid in self._handled:
+                continue
+            if proc.poll() is not None:
                 self.worker_failed(wid, self.roles[wid], f"exited with code {proc.returncode}")
+            for rank, follower in enumerate(self.followers.get(wid, []), 1):
+                if follower.poll() is not None:
+                    reason = f"its rank {rank} exited with code {follower.returncode}"
+                    self.worker_failed(wid, self.roles[wid], reason)
 
     def retire(self, worker_id: str) -> None:
         """``worker_id`` was dropped for good: when it exits, nothing replaces it."""
@@ -149,12 +181,14 @@ class Launcher:
         if proc is None:
             return True
         gone = worker_id in self._handled or worker_id in self._lost
-        return not gone and proc.poll() is None
+        ranks = [proc, *self.followers.get(worker_id, [])]
+        return not gone and all(p.poll() is None for p in ranks)
 
     def stop_all(self) -> None:
         """Waits for closed workers to exit, then SIGTERM, then SIGKILL; all within ~10 s."""
         self._due.clear()
-        stop_children(list(self.procs.values()))
+        followers = [p for procs in self.followers.values() for p in procs]
+        stop_children([*self.procs.values(), *followers])
 
 
 class LauncherTransport:
@@ -184,15 +218,19 @@ def spawn_worker(
     cfg: Any,
     log_dir: Path,
     register: str | None = None,
+    rank_env: dict[str, str] | None = None,
 ) -> subprocess.Popen:
     """Starts ``ding-lite <role>`` for the coordinator at ``address``; output to its log.
 
     ``register``: a Python config file the worker runs first (``-c``), for the hooks and
-    envs it registers.
+    envs it registers. ``rank_env``: ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ... of one
+    rank of a data-parallel learner (ranks above 0 log to ``<worker id>.rank<r>.log``).
     """
-    env = dict(os.environ, DING_LITE_TOKEN=token)
+    env = dict(os.environ, DING_LITE_TOKEN=token, **(rank_env or {}))
     if "OMP_NUM_THREADS" not in os.environ:
-        env["OMP_NUM_THREADS"] = str(worker_threads(role, cfg.system.collectors))
+        threads = worker_threads(role, cfg.system.collectors, cfg.system.learners)
+        env["OMP_NUM_THREADS"] = str(threads)
+    rank = int((rank_env or {}).get("RANK", 0))
     cmd = [
         sys.executable,
         "-m",
@@ -205,8 +243,10 @@ def spawn_worker(
         "--heartbeat-period",
         str(cfg.system.heartbeat_period),
         *(["-c", register] if register else []),
+        *(["--dist-timeout", str(cfg.system.dist_timeout)] if rank_env else []),
     ]
-    log = open(log_dir / f"{worker_id}.log", "ab")  # noqa: SIM115 (the child owns it)
+    name = f"{worker_id}.rank{rank}" if rank else worker_id
+    log = open(log_dir / f"{name}.log", "ab")  # noqa: SIM115 (the child owns it)
     try:
         # A session of its own: a Ctrl-C in the terminal reaches the launcher only, which
         # then closes the workers in order.
@@ -217,19 +257,20 @@ def spawn_worker(
         log.close()
 
 
-def worker_threads(role: str, collectors: int) -> int:
+def worker_threads(role: str, collectors: int, learners: int = 1) -> int:
     """Intra-op threads of a worker process on this machine.
 
     Collectors step small batches: one thread each. The learner gets the cores the
     collectors leave, at least one: threads that outnumber the free cores wait on each
     other at every op's barrier. On 2 cores, one learner thread instead of two made the
     learn task of ``pendulum_ppo_parallel`` about 15% shorter while a collector ran beside
-    it, and an update alone is no faster on two threads.
+    it, and an update alone is no faster on two threads. The ranks of a data-parallel
+    learner share those cores.
     """
     if role == "collector":
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, (cores or 1) - collectors)
+    return max(1, ((cores or 1) - collectors) // learners)
 
 
 @contextlib.contextmanager

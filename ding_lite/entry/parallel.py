@@ -77,8 +77,13 @@ def compile_parallel_config(
         max_env_step=max_env_step,
         max_train_iter=max_train_iter,
     )
-    if cfg.system.learners != 1:
-        raise ConfigError("system.learners: only 1 learner is supported for now")
+    ranks = cfg.system.learners
+    per_iter = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
+    if min(cfg.policy.learn.batch_size, per_iter) % ranks:
+        raise ConfigError(
+            f"system.learners={ranks}: policy.learn.batch_size={cfg.policy.learn.batch_size} "
+            "must split into equal parts, one per learner rank"
+        )
     if resume is not None and latest_checkpoint(Path(resume) / "ckpt") is not None:
         hook = {"load_ckpt_before_run": str((Path(resume) / "ckpt").resolve())}
         cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, hook)

@@ -18,10 +18,13 @@ from ding_lite.entry import ppo_agent  # noqa: F401  (registers the "ppo" oppone
 from ding_lite.entry.run_dir import write_result
 from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result, summary
 from ding_lite.interaction import Master, Slave, resolve_token
+from ding_lite.utils import distributed
+from ding_lite.utils.distributed import GroupLost
 from ding_lite.utils.log import get_logger, setup_console_logging
 from ding_lite.utils.stop import RunInterrupted
 from ding_lite.worker.collector.comm import FlaskFileSystemCollector
 from ding_lite.worker.learner.comm import FlaskFileSystemLearner
+from ding_lite.worker.learner.comm.ranks import GROUP_LOST_EXIT, RankFollower
 
 WORKER_SWITCH_INTERVAL_S = 0.0005  # a worker's GIL switch interval (Python's default: 5 ms)
 
@@ -141,6 +144,21 @@ def _preload_optimizer_imports() -> None:
         pass
 
 
+def _follow(device: str | None) -> int:
+    """A learner rank other than 0, until rank 0 says exit (0), the group breaks
+    (``GROUP_LOST_EXIT``) or SIGTERM/SIGINT (130)."""
+    previous = sigterm_as_interrupt()
+    try:
+        return RankFollower(device).run()
+    except GroupLost as err:
+        get_logger("learner").error(f"learner group lost ({err}); stopping")
+        return GROUP_LOST_EXIT
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_worker(
     role: str,
     *,
@@ -155,6 +173,7 @@ def run_worker(
     master_timeout: float = 60.0,
     quiet: bool = False,
     resident: bool = False,
+    dist_timeout: float = 60.0,
 ) -> int:
     """Runs one learner or collector until the coordinator closes it (or SIGTERM/SIGINT).
 
@@ -163,6 +182,11 @@ def run_worker(
 
     The worker also stops when the coordinator has not answered its heartbeats for
     ``master_timeout`` seconds, so a crashed launcher leaves no worker behind for long.
+
+    A learner started as one rank of a group (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and
+    ``MASTER_PORT`` set, as torchrun and ``--learners N`` do) joins it first, waiting at most
+    ``dist_timeout`` seconds for its peers at any point; rank 0 serves the coordinator, the
+    others follow it (:class:`~ding_lite.worker.learner.comm.ranks.RankFollower`).
     """
     token = resolve_token(token)
     worker_cls = {"learner": FlaskFileSystemLearner, "collector": FlaskFileSystemCollector}[role]
@@ -188,6 +212,8 @@ def run_worker(
     sys.setswitchinterval(WORKER_SWITCH_INTERVAL_S)
     if role == "learner":
         _preload_optimizer_imports()
+        if distributed.env_world_size() > 1 and distributed.init_from_env(dist_timeout)[0] > 0:
+            return _follow(device)
     worker = worker_cls(worker_id=worker_id, device=device, slave_factory=slave)
     previous = sigterm_as_interrupt()
     try:

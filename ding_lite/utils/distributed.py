@@ -19,10 +19,23 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ding_lite.utils.errors import ConfigError
+from ding_lite.utils.errors import ConfigError, DingLiteError
 
 #: Environment variables that make a process one rank of a group (torchrun sets them all).
 RANK_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+class GroupLost(DingLiteError):
+    """A collective failed: a peer rank died, or did not take part within the timeout. The
+    group is out of step and cannot go on; the launcher restarts all of its ranks."""
+
+
+def _collective(fn: Any, *args: Any, **kwargs: Any) -> None:
+    try:
+        fn(*args, **kwargs)
+    except RuntimeError as err:  # gloo/nccl report a lost peer or a timeout this way
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise GroupLost(f"{fn.__name__} failed: {first}") from err
 
 
 def world() -> tuple[int, int]:
@@ -85,10 +98,10 @@ def broadcast_json(obj: Any = None, src: int = 0) -> Any:
         length = torch.tensor([payload.numel()], dtype=torch.int64)
     else:
         length = torch.zeros(1, dtype=torch.int64)
-    dist.broadcast(length, src)
+    _collective(dist.broadcast, length, src)
     if rank != src:
         payload = torch.empty(int(length.item()), dtype=torch.uint8)
-    dist.broadcast(payload, src)
+    _collective(dist.broadcast, payload, src)
     return obj if rank == src else json.loads(payload.numpy().tobytes().decode())
 
 
@@ -111,7 +124,7 @@ def broadcast_tensors(tensors: dict[str, torch.Tensor] | None, src: int = 0) -> 
             tensor = tensors[name].contiguous()
         else:
             tensor = torch.empty(shape, dtype=getattr(torch, dtype), device=_local(device))
-        dist.broadcast(tensor, src)
+        _collective(dist.broadcast, tensor, src)
         out[name] = tensor
     return out
 
@@ -122,13 +135,13 @@ def broadcast_module(module: torch.nn.Module, src: int = 0) -> None:
         return
     with torch.no_grad():
         for tensor in module.state_dict().values():
-            dist.broadcast(tensor, src)
+            _collective(dist.broadcast, tensor, src)
 
 
 def broadcast_(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
     """Overwrites ``tensor`` with rank ``src``'s, in place; returns it."""
     if world()[1] > 1:
-        dist.broadcast(tensor, src)
+        _collective(dist.broadcast, tensor, src)
     return tensor
 
 
@@ -136,7 +149,7 @@ def all_mean_(tensor: torch.Tensor) -> torch.Tensor:
     """Replaces ``tensor`` by its mean over the ranks, in place; returns it."""
     size = world()[1]
     if size > 1:
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        _collective(dist.all_reduce, tensor, op=dist.ReduceOp.SUM)
         tensor.div_(size)
     return tensor
 
@@ -162,7 +175,7 @@ def average_gradients(params: Iterable[torch.nn.Parameter]) -> None:
 
 def barrier() -> None:
     if world()[1] > 1:
-        dist.barrier()
+        _collective(dist.barrier)
 
 
 def _local(device_type: str) -> torch.device:

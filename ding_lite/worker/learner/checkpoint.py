@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.utils import file_io
+from ding_lite.utils.distributed import GroupLost
 from ding_lite.utils.errors import CheckpointError, DiskFullError
 from ding_lite.utils.file_io import safe_torch_load
 from ding_lite.utils.log import get_logger
@@ -198,8 +199,10 @@ def checkpoint_on_exit(learner: Any) -> Iterator[None]:
         signal.signal(signal.SIGTERM, on_sigterm)
     try:
         yield
-    except DiskFullError:
-        raise  # a checkpoint would go to the same full disk
+    except (DiskFullError, GroupLost):
+        # A checkpoint would go to the same full disk; a lost group stopped mid-update, and
+        # all its ranks restart from the last checkpoint they share.
+        raise
     except BaseException:
         if learner.policy is not None and learner.train_iter > 0:
             try:

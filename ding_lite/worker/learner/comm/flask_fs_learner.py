@@ -24,13 +24,10 @@ import torch
 from ding_lite.config.config import compile_config
 from ding_lite.data.files import remove_newer_policies, remove_temp_files, write_policy
 from ding_lite.data.spec import probe_rollout_spec
-from ding_lite.envs.from_config import build_env
-from ding_lite.policy import create_policy
-from ding_lite.utils.device import resolve_device
+from ding_lite.utils import distributed
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import build_tb_logger, get_logger
 from ding_lite.utils.paths import UnsafePathError
-from ding_lite.utils.rng import set_seed
 from ding_lite.utils.stop import DISK_FULL, DIVERGED, LEARNER_FAILED, STOP_REASONS
 from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.comm.base_comm_learner import BaseCommLearner, TaskHandler
@@ -42,6 +39,7 @@ from ding_lite.worker.learner.comm.intake import (
     take_rollouts,
     task_paths,
 )
+from ding_lite.worker.learner.comm.ranks import RankLeader, build_policy
 from ding_lite.worker.learner.comm.training_thread import CallbackHook, TrainingThread
 from ding_lite.worker.learner.learner_hook import LearnerHook, LoadCkptHook
 
@@ -51,6 +49,9 @@ _FAILURE_STOPS = (DIVERGED, DISK_FULL, LEARNER_FAILED)
 
 class FlaskFileSystemLearner(BaseCommLearner):
     """A learner worker: tasks in, rollout files read and deleted, policy files out.
+
+    In a torch.distributed group (``--learners N``, torchrun) this is rank 0: it leads the
+    other ranks (:mod:`~ding_lite.worker.learner.comm.ranks`), which train in lockstep.
 
     Args:
         worker_id: this learner's id.
@@ -80,6 +81,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._learn_lock = threading.Lock()  # learn tasks run one at a time
         #: Set once the coordinator closed this worker (its process may exit).
         self.closed = threading.Event()
+        #: Rank 0's link to the other ranks of a data-parallel learner (None: one rank).
+        self.leader = RankLeader() if distributed.world()[1] > 1 else None
 
     @property
     def handlers(self) -> dict[str, TaskHandler]:
@@ -98,13 +101,18 @@ class FlaskFileSystemLearner(BaseCommLearner):
     def close(self) -> None:
         super().close()
         self._stop_learner(timeout=10.0)
+        if self.leader is not None:
+            self.leader.close()
         if self.slave is not None:
             self.slave.stop()
 
     # --- DI-engine's callables (the training thread calls them) --------------------------
     def get_data(self, batch_size: int) -> dict[str, torch.Tensor] | None:
         """The next batch a learn task hands over (None once the learner is stopped)."""
-        return self._thread.next_batch() if self._thread is not None else None
+        batch = self._thread.next_batch() if self._thread is not None else None
+        if batch is None and self.leader is not None:
+            self.leader.end_run()
+        return batch
 
     def send_policy(self, state_dict: dict[str, Any]) -> None:
         """Publishes the weights as policy version ``train_iter`` (a file in path_policy)."""
@@ -156,20 +164,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
         if self._device_override:
             cfg.device = self._device_override
         self.cfg = cfg
-        set_seed(cfg.seed)
-        self.device = resolve_device(cfg.device)
-        probe = build_env(cfg, 1, "cpu", cfg.seed)
-        # One iteration trains on a rollout of every collector: C collectors of N envs learn
-        # like a serial run with C * N envs.
-        batch = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
-        total_iters = math.ceil(cfg.max_env_step / batch) if cfg.max_env_step else None
-        self.policy = create_policy(
-            cfg.policy,
-            obs_shape=probe.obs_shape,
-            action_space=probe.action_space,
-            device=self.device,
-            total_iters=total_iters or cfg.max_train_iter,
-        )
+        probe, self.policy, batch = build_policy(cfg)
+        self.device = self.policy.device
         self.spec = probe_rollout_spec(probe, self.policy.collect_mode, self.device)
         self.batch_size = batch
         exp_dir = Path(cfg.exp_dir)
@@ -209,8 +205,16 @@ class FlaskFileSystemLearner(BaseCommLearner):
             self.policy.model.state_dict(),
             keep=cfg.system.keep_policies,
         )
+        if self.leader is not None:  # the other ranks build the run and take these weights
+            loaded = learner.loaded_checkpoint
+            self.leader.start_run(
+                data["config"], str(loaded) if loaded else None, self.policy.model
+            )
         self._thread = TrainingThread(
-            learner, self._logger, fetch=functools.partial(self.get_data, batch)
+            learner,
+            self._logger,
+            fetch=functools.partial(self.get_data, batch),
+            step=functools.partial(self.leader.train, learner) if self.leader else None,
         )
         self._thread.start()
         self._logger.info(

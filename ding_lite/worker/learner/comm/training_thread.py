@@ -44,6 +44,8 @@ class TrainingThread:
         logger: where the thread reports how it ended.
         fetch: what the loop calls for its next batch (None: stop); default
             :meth:`next_batch` (a comm learner passes its ``get_data``, which calls it).
+        step: what trains one iteration on a batch; default ``learner.train`` (rank 0 of a
+            data-parallel learner passes its leader's ``train``, which involves every rank).
     """
 
     def __init__(
@@ -51,9 +53,11 @@ class TrainingThread:
         learner: BaseLearner,
         logger: Any,
         fetch: Callable[[], dict[str, torch.Tensor] | None] | None = None,
+        step: Callable[[dict[str, torch.Tensor]], Any] | None = None,
     ) -> None:
         self.learner = learner
         self._fetch = fetch or self.next_batch
+        self._step = step or learner.train
         self._logger = logger
         self._data: queue.Queue = queue.Queue(maxsize=1)
         self._answers: queue.Queue = queue.Queue()
@@ -139,7 +143,7 @@ class TrainingThread:
                     batch = self._fetch()
                     if batch is None:
                         break
-                    learner.train(batch)
+                    self._step(batch)
                     if learner.stop_reason is not None:
                         self._logger.warning(f"learner stopped: {learner.stop_reason}")
                         break

@@ -23,6 +23,10 @@ from ding_lite.utils.errors import ConfigError, DingLiteError
 
 #: Environment variables that make a process one rank of a group (torchrun sets them all).
 RANK_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+LOOPBACK = ("127.0.0.1", "localhost")
+#: Set by torchrun's agent, whose own store the ranks then join (``env://``).
+AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
+_KEEP: list[socket.socket] = []
 
 
 class GroupLost(DingLiteError):
@@ -78,8 +82,31 @@ def init_from_env(timeout_s: float) -> tuple[int, int]:
         raise ConfigError("this torch build has no torch.distributed")
     # gloo for CPU tensors; nccl for CUDA ones where the machine has GPUs.
     backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
-    dist.init_process_group(backend, init_method="env://", timeout=timedelta(seconds=timeout_s))
+    timeout = timedelta(seconds=timeout_s)
+    if os.environ["MASTER_ADDR"] in LOOPBACK and not os.environ.get(AGENT_STORE):
+        rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # gloo's own sockets: loopback too
+        store = _loopback_store(rank, size, int(os.environ["MASTER_PORT"]), timeout)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
+    else:
+        dist.init_process_group(backend, init_method="env://", timeout=timeout)
     return world()
+
+
+def _loopback_store(rank: int, size: int, port: int, timeout: timedelta) -> dist.TCPStore:
+    """The group's rendezvous store on 127.0.0.1 only (``env://`` would listen on every
+    interface): rank 0 serves it on a socket it binds itself."""
+    if rank != 0:
+        return dist.TCPStore("127.0.0.1", port, size, False, timeout=timeout)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    store = dist.TCPStore(
+        "127.0.0.1", port, size, True, timeout=timeout, master_listen_fd=sock.fileno()
+    )
+    _KEEP.append(sock)  # the store serves on this socket for the life of the group
+    return store
 
 
 def finalize() -> None:

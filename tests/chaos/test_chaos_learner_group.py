@@ -1,0 +1,83 @@
+"""A data-parallel learner (``--learners 2``): two torch.distributed ranks on 127.0.0.1.
+
+The group solves CartPole; a rank killed mid-run takes the group down, the launcher
+restarts both ranks from the newest checkpoint (one restart), and the run still solves.
+Teardown (the ``chaos`` fixture) checks no process, port or stray file is left; these tests
+also check the group's rendezvous port is closed.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+import pytest
+from chaos_harness import FAST, assert_ledger_balanced, port_is_free, send, wait_for
+
+EXP = ["-c", "cartpole_ppo_parallel", "--learners", "2"]
+
+
+def rank_env(pid: int) -> dict[str, str]:
+    """The environment of a process (RANK, MASTER_PORT, ...)."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode(errors="replace").split("=", 1) for item in raw if b"=" in item)
+
+
+def ranks_of(chaos, address: str, worker_id: str) -> dict[int, int]:
+    """rank -> pid of the live processes of a learner group."""
+    return {int(rank_env(pid).get("RANK", 0)): pid for pid in chaos.worker_pids(address, worker_id)}
+
+
+def check_group_port_closed(chaos, port: str) -> None:
+    chaos.after_teardown.append(
+        lambda: (
+            wait_for(lambda: port_is_free(f"127.0.0.1:{port}"), 5.0)
+            or pytest.fail(f"the learner group's store port {port} is still listening")
+        )
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_two_learner_ranks_solve_cartpole(chaos, seed):
+    proc = chaos.launch(*EXP, "--seed", str(seed))
+    address = chaos.address()
+    assert wait_for(lambda: len(ranks_of(chaos, address, "learner0")) == 2, 30), chaos.report()
+    port = rank_env(ranks_of(chaos, address, "learner0")[1])["MASTER_PORT"]
+    check_group_port_closed(chaos, port)
+    assert chaos.finish(proc, 120) == 0, chaos.report()
+    result = chaos.result()
+    assert result["solved"] and result["eval_return_mean"] >= 475, result
+    assert result["learners"] == 2 and result["restarts"] == 0, result
+    assert "rank 1 of 2: training cartpole_ppo_parallel" in chaos.log("learner0.rank1")
+    assert_ledger_balanced(result)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_rank1_sigkill_restarts_the_group_from_its_checkpoint_and_solves(chaos):
+    """Acceptance line 2: SIGKILL of rank 1 after two checkpoints; both ranks of
+    learner0.r1 start from the newest checkpoint, the run solves, one restart."""
+    proc = chaos.launch(*EXP, "--seed", "0", "learner.hook.save_ckpt_after_iter=2", *FAST)
+    address = chaos.address()
+    assert wait_for(lambda: len(chaos.files("ckpt", "ckpt_iter*.pt")) >= 2, 90), chaos.report()
+    ranks = ranks_of(chaos, address, "learner0")
+    assert sorted(ranks) == [0, 1], ranks
+    check_group_port_closed(chaos, rank_env(ranks[1])["MASTER_PORT"])
+    assert send(ranks[1], signal.SIGKILL)
+    assert wait_for(lambda: not ranks_of(chaos, address, "learner0"), 30), chaos.report()
+    assert chaos.finish(proc, 200) == 0, chaos.report()
+    result = chaos.result()
+    assert result["solved"] and result["stop_reason"] == "solved", result
+    assert result["restarts"] == 1, result
+    assert "learner learner0 failed" in chaos.log("coordinator") + chaos.output(), chaos.report()
+    resumed = re.search(r"learner0\.r1 resumed at policy v(\d+)", chaos.log("coordinator"))
+    assert resumed and int(resumed.group(1)) >= 2, chaos.report()
+    # Both ranks of the new group loaded the same checkpoint.
+    loaded = re.search(r"resumed from iteration (\d+)", chaos.log("learner0.r1"))
+    assert loaded, chaos.log("learner0.r1")
+    follower = chaos.log("learner0.r1.rank1")
+    assert re.search(rf"from \S+ckpt_iter0*{loaded.group(1)}\.pt", follower), follower
+    assert_ledger_balanced(result)

@@ -124,6 +124,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         max_iterations=1_000_000_000,
         # Checkpoints kept in <exp_dir>/ckpt (older ones are deleted).
         keep_ckpts=3,
+        # DI-engine's key: this learner is one rank of a torch.distributed group (joined from
+        # RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT if not joined yet). The parallel
+        # pipeline sets it for --learners N and torchrun.
+        use_distributed=False,
         # A checkpoint (file or folder) to load before the run: DI-engine's name for the
         # load_ckpt_before_run hook shorthand ("": none).
         load_path="",

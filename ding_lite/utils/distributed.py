@@ -109,6 +109,17 @@ def _loopback_store(rank: int, size: int, port: int, timeout: timedelta) -> dist
     return store
 
 
+def require(use_distributed: bool, timeout_s: float = 60.0) -> None:
+    """``learner.use_distributed`` (DI-engine's key): a learner that is to be one rank of a
+    group joins it from the environment, unless this process is in a group already.
+
+    Raises:
+        ConfigError: asked for, but the environment describes no group.
+    """
+    if use_distributed and not (dist.is_available() and dist.is_initialized()):
+        init_from_env(timeout_s)
+
+
 def finalize() -> None:
     """Leaves the process group (if any)."""
     if dist.is_available() and dist.is_initialized():

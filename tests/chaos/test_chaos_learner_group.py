@@ -8,12 +8,18 @@ also check the group's rendezvous port is closed.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from chaos_harness import FAST, assert_ledger_balanced, port_is_free, send, wait_for
+
+from ding_lite.utils.distributed import free_port
 
 EXP = ["-c", "cartpole_ppo_parallel", "--learners", "2"]
 
@@ -80,4 +86,49 @@ def test_rank1_sigkill_restarts_the_group_from_its_checkpoint_and_solves(chaos):
     assert loaded, chaos.log("learner0.r1")
     follower = chaos.log("learner0.r1.rank1")
     assert re.search(rf"from \S+ckpt_iter0*{loaded.group(1)}\.pt", follower), follower
+    assert_ledger_balanced(result)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_torchrun_learner_ranks_with_a_coordinator_and_a_collector(chaos):
+    """Acceptance line 3: ``torchrun --nproc-per-node 2 -m ding_lite learner`` against a
+    ``ding-lite coordinator`` with one ``ding-lite collector`` completes the run."""
+    token = {"DING_LITE_TOKEN": "torchrun-test-token"}
+    coordinator = chaos.command(
+        "coordinator",
+        ["coordinator", "-c", "cartpole_ppo_parallel", "--exp-dir", str(chaos.dir)]
+        + ["--max-train-iter", "8", "system.collectors=1", *FAST],
+        env=token,
+    )
+    address = chaos.address("coordinator")
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
+    launcher = [torchrun] if torchrun else [sys.executable, "-m", "torch.distributed.run"]
+    port = str(free_port())
+    out = open(chaos.base / "torchrun.out", "w")  # noqa: SIM115 (the child owns it)
+    chaos.allowed.add("torchrun.out")
+    try:
+        chaos.procs["torchrun"] = subprocess.Popen(
+            [*launcher, "--nnodes", "1", "--nproc-per-node", "2"]
+            + ["--master-addr", "127.0.0.1", "--master-port", port]
+            + ["-m", "ding_lite", "learner", "--coordinator", address, "--worker-id", "tr0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=chaos.cwd,
+            env=dict(os.environ, **token),
+            start_new_session=True,
+        )
+    finally:
+        out.close()
+    check_group_port_closed(chaos, port)
+    collector = chaos.command(
+        "collector", ["collector", "--coordinator", address, "--worker-id", "c0"], env=token
+    )
+    assert chaos.finish(coordinator, 150, "coordinator") == 0, chaos.report("coordinator")
+    assert chaos.finish(chaos.procs["torchrun"], 30, "torchrun") == 0, chaos.output("torchrun")
+    assert chaos.finish(collector, 30, "collector") == 0, chaos.output("collector")
+    result = chaos.result()
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 8, result
+    said = chaos.output("torchrun")
+    assert "rank 1 of 2: training cartpole_ppo_parallel" in said, said
     assert_ledger_balanced(result)

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch.distributed as dist
 from easydict import EasyDict
 
 from ding_lite.data.dataloader import AsyncDataLoader
 from ding_lite.policy.base import LearnMode
+from ding_lite.utils import distributed
 from ding_lite.utils.counter import CountVar
 from ding_lite.utils.errors import CheckpointError, ConfigError
 from ding_lite.utils.file_io import atomic_torch_save
@@ -66,6 +66,7 @@ class BaseLearner:
         get_data: Callable[[], Any] | None = None,
     ) -> None:
         self._cfg = learner_config(cfg)
+        distributed.require(self._cfg.use_distributed)  # DI-engine's dist_init
         self._policy = policy
         self._tb_logger = tb_logger
         self._exp_name = exp_name
@@ -346,21 +347,18 @@ class BaseLearner:
     def envstep(self, envstep: int) -> None:
         self._envstep = envstep
 
-    @property
-    def name(self) -> str:
-        return self._instance_name
-
-    @property
-    def exp_name(self) -> str:
-        return self._exp_name
+    name = property(lambda self: self._instance_name, doc="This learner's name in logs.")
+    exp_name = property(lambda self: self._exp_name, doc="The run's name.")
 
     @property
     def rank(self) -> int:
-        return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+        """This learner's rank in its torch.distributed group (0 outside one)."""
+        return distributed.world()[0]
 
     @property
     def world_size(self) -> int:
-        return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+        """Ranks in the group (1 outside one)."""
+        return distributed.world()[1]
 
     @property
     def tick_time(self) -> float:

@@ -19,7 +19,6 @@ from ding_lite.utils.registry import suggest
 # DI-engine learner keys -> where ding_lite takes that setting.
 _DI_KEYS = {
     "use_cuda": "the run's device sets where the policy lives (config key device, --device)",
-    "use_distributed": "one learner per run for now (system.learners is 1)",
     "dataloader": "the comm learner's get_data hands every iteration its batch",
     "train_iterations": "use learner.max_iterations (BaseLearner.start) or max_train_iter",
 }

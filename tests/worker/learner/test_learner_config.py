@@ -26,3 +26,16 @@ def test_unknown_keys_are_one_line_errors(tmp_path, key, message):
         BaseLearner({key: True}, exp_dir=tmp_path)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
     assert not list(tmp_path.iterdir())
+
+
+def test_use_distributed_without_a_group_is_a_one_line_error(tmp_path, monkeypatch):
+    """DI-engine's key is accepted; outside torchrun (no RANK, ...) it says what to do."""
+    for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigError) as err:
+        BaseLearner({"use_distributed": True}, exp_dir=tmp_path)
+    text = str(err.value)
+    assert "needs RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT" in text and "torchrun" in text
+    assert "\n" not in text and not list(tmp_path.iterdir())
+    learner = BaseLearner({"use_distributed": False}, exp_dir=tmp_path)
+    assert (learner.rank, learner.world_size) == (0, 1)

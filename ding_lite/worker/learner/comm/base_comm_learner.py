@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from ding_lite.utils import distributed
 from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.learner_hook import LearnerHook
 
@@ -61,6 +62,16 @@ class BaseCommLearner(ABC):
     def handlers(self) -> dict[str, TaskHandler]:
         """Task name -> handler."""
 
+    @property
+    def rank(self) -> int:
+        """This process's rank in the learner group (0: the one the coordinator talks to)."""
+        return distributed.world()[0]
+
+    @property
+    def world_size(self) -> int:
+        """Ranks of this data-parallel learner (1: not distributed)."""
+        return distributed.world()[1]
+
     def start(self) -> None:
         """Starts serving tasks."""
         self._end_flag = False
@@ -94,8 +105,11 @@ class BaseCommLearner(ABC):
         Returns:
             The learner, with ``get_data`` as its data source and ``hooks4call`` registered.
         """
+        # DI-engine's step: the learner is distributed when this comm learner is.
+        learner_cfg = dict(task_info.get("learner_cfg") or {})
+        learner_cfg["use_distributed"] = self.world_size > 1
         learner = BaseLearner(
-            task_info.get("learner_cfg"),
+            learner_cfg,
             None,
             task_info.get("tb_logger"),
             task_info.get("exp_name", "default_experiment"),

@@ -14,6 +14,7 @@ from ding_lite.envs.spaces import Discrete
 from ding_lite.model.normalizer import summarize
 from ding_lite.policy import PPOPolicy
 from ding_lite.utils import distributed
+from ding_lite.worker.learner import BaseLearner
 
 OVERRIDES = [
     "policy.learn.batch_size=64",
@@ -31,6 +32,10 @@ def main(out: str) -> None:
     cfg = compile_config("cartpole_ppo", OVERRIDES)
     torch.manual_seed(0)
     policy = PPOPolicy(cfg.policy, obs_shape=(4,), action_space=Discrete(2))
+    # DI-engine's learner view of the group (use_distributed: already joined above).
+    learner = BaseLearner({"use_distributed": distributed.env_world_size() > 1}, policy)
+    rank, size = distributed.world()
+    assert (learner.rank, learner.world_size) == (rank, size)
     g = torch.Generator().manual_seed(1)
     obs = torch.randn(256, 4, generator=g) * 3 + 1
     action, logp, value = policy.collect_mode.forward(obs)

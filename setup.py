@@ -30,7 +30,9 @@ setup(
         # what those envs import.
         "mujoco": ["gymnasium[mujoco]>=1.0"],
         "render": ["matplotlib"],
-        "test": ["pytest", "pytest-timeout", "gymnasium[mujoco]>=1.0", "matplotlib"],
+        # ding-lite parallel --launcher ray: workers as Ray actors, on one machine or a cluster.
+        "ray": ["ray>=2.9"],
+        "test": ["pytest", "pytest-timeout", "gymnasium[mujoco]>=1.0", "matplotlib", "ray>=2.9"],
         "bench": ["gymnasium[mujoco]>=1.0", "stable-baselines3"],
     },
     entry_points={"console_scripts": ["ding-lite=ding_lite.entry.cli:main"]},

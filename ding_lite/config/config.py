@@ -80,6 +80,7 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "system.max_restarts": (lambda v: v >= 0, "0 or more"),
     "system.join_timeout": (lambda v: v > 0, "positive"),
     "system.dist_timeout": (lambda v: v > 0, "positive"),
+    "system.launcher": (lambda v: v in ("local", "ray"), "'local' or 'ray'"),
     "policy.learn.max_skipped_steps": (lambda v: v >= 1, "at least 1"),
     "policy.learn.value_weight": (lambda v: v > 0, "positive"),
     "policy.learn.entropy_weight": (lambda v: v >= 0, "0 or more"),

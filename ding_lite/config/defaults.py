@@ -186,6 +186,14 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # Seconds a learner rank waits for the others (a collective, a command) before its
         # group counts as lost and is restarted.
         dist_timeout=60.0,
+        # What starts the workers: "local" (child processes of this machine) or "ray" (Ray
+        # actors; pip install 'ding-lite[ray]').
+        launcher="local",
+        # The Ray cluster to join ("": start a local Ray instance for the run).
+        ray_address="",
+        # Ray resources of each learner rank and of each collector (CPU, GPU, or custom).
+        learner_resources=dict(CPU=1.0, GPU=0.0),
+        collector_resources=dict(CPU=0.5, GPU=0.0),
     ),
     evaluator=dict(
         # Evaluate every this many iterations (0: never during training; once at the end).

@@ -74,7 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run_args(parallel)
     parallel.add_argument("--collectors", type=int, help="collector processes (default 2)")
-    parallel.add_argument("--learners", type=int, help="learner processes (default 1)")
+    parallel.add_argument(
+        "--learners", type=int, help="ranks of the data-parallel learner (default 1)"
+    )
+    parallel.add_argument(
+        "--launcher", choices=("local", "ray"), help="start workers as processes or Ray actors"
+    )
+    parallel.add_argument("--ray-address", help="Ray cluster to join (default: a local one)")
     evaluate = sub.add_parser("eval", help="evaluate a checkpoint (the experiment's eval episodes)")
     evaluate.add_argument("-c", "--config", required=True, help="the experiment it was trained on")
     evaluate.add_argument("--ckpt", required=True, help="checkpoint file, or its ckpt/ folder")
@@ -232,6 +238,8 @@ def _parallel(args: argparse.Namespace) -> int:
         device=args.device,
         learners=args.learners,
         collectors=args.collectors,
+        launcher=args.launcher,
+        ray_address=args.ray_address,
         max_train_iter=args.max_train_iter,
         progress=not args.quiet,
     )

@@ -73,28 +73,35 @@ class Launcher:
         # A Ctrl-C or SIGTERM arriving inside Popen (after the fork) would leave a child that
         # is in no list, so nothing would stop it: they wait until it is recorded.
         ranks = self.cfg.system.learners if role == "learner" else 1
-        group = {"WORLD_SIZE": str(ranks), "MASTER_ADDR": "127.0.0.1"}
-        if ranks > 1:
-            group["MASTER_PORT"] = str(free_port())
         with _signals_deferred():
-            procs = []
-            for rank in range(ranks):
-                env = {**group, "RANK": str(rank), "LOCAL_RANK": str(rank)} if ranks > 1 else None
-                procs.append(
-                    spawn_worker(
-                        role,
-                        worker_id,
-                        self.address,
-                        self.token,
-                        self.cfg,
-                        self.log_dir,
-                        self.register,
-                        rank_env=env,
-                    )
-                )
+            procs = self._start_group(role, worker_id, ranks)
             self.procs[worker_id] = procs[0]
             self.followers[worker_id] = procs[1:]
             self.roles[worker_id] = role
+
+    def _start_group(self, role: str, worker_id: str, ranks: int) -> list[Any]:
+        """Starts the processes of one worker (``ranks`` > 1: a learner group on this
+        machine); returns them, rank 0 first. Each is a ``subprocess.Popen``, or what
+        behaves like one (``poll``, ``wait``, ``terminate``, ``kill``, ``returncode``)."""
+        group = {"WORLD_SIZE": str(ranks), "MASTER_ADDR": "127.0.0.1"}
+        if ranks > 1:
+            group["MASTER_PORT"] = str(free_port())
+        procs = []
+        for rank in range(ranks):
+            env = {**group, "RANK": str(rank), "LOCAL_RANK": str(rank)} if ranks > 1 else None
+            procs.append(
+                spawn_worker(
+                    role,
+                    worker_id,
+                    self.address,
+                    self.token,
+                    self.cfg,
+                    self.log_dir,
+                    self.register,
+                    rank_env=env,
+                )
+            )
+        return procs
 
     # --- the coordinator's supervisor ----------------------------------------------------
     def worker_failed(self, worker_id: str, role: str, reason: str) -> bool:

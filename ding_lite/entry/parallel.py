@@ -48,6 +48,8 @@ def compile_parallel_config(
     max_env_step: int | None = None,
     max_train_iter: int | None = None,
     resume: str | Path | None = None,
+    launcher: str | None = None,
+    ray_address: str | None = None,
 ) -> Any:
     """Resolves a parallel run's config; the run dir and shared folders become absolute.
 
@@ -68,6 +70,10 @@ def compile_parallel_config(
         extra.append(f"system.learners={learners}")
     if collectors is not None:
         extra.append(f"system.collectors={collectors}")
+    if launcher is not None:
+        extra.append(f"system.launcher={launcher}")
+    if ray_address is not None:
+        extra.append(f"system.ray_address={ray_address}")
     cfg = compile_config(
         cfg,
         overrides if isinstance(overrides, Mapping) else extra,
@@ -115,6 +121,8 @@ def parallel_pipeline(
     max_env_step: int | None = None,
     max_train_iter: int | None = None,
     resume: str | Path | None = None,
+    launcher: str | None = None,
+    ray_address: str | None = None,
     progress: bool = False,
     status_interval: float = 5.0,
 ) -> dict[str, Any]:
@@ -124,7 +132,11 @@ def parallel_pipeline(
         cfg: a bundled experiment name (``"cartpole_ppo_parallel"``), a config file or dict.
         seed, overrides, exp_dir, device, max_env_step, max_train_iter: as for
             :func:`serial_pipeline`.
-        learners, collectors: worker processes (``system.learners`` / ``system.collectors``).
+        learners, collectors: ranks of the data-parallel learner (``system.learners``) and
+            collector workers (``system.collectors``).
+        launcher: "local" (child processes) or "ray" (Ray actors; ``system.launcher``), and
+            ``ray_address`` the Ray cluster to join (``system.ray_address``; default: a local
+            Ray instance for the run).
         resume: an experiment dir to continue (a ``cfg`` beside it only registers what
             its file defines, and must agree with the saved config): its saved config
             and newest readable checkpoint (weights, optimizer, iteration and env-step
@@ -151,6 +163,8 @@ def parallel_pipeline(
         max_env_step=max_env_step,
         max_train_iter=max_train_iter,
         resume=resume,
+        launcher=launcher,
+        ray_address=ray_address,
     )
     run_dir = Path(cfg.exp_dir)
     say = print if progress else (lambda *a, **k: None)
@@ -168,6 +182,14 @@ def parallel_pipeline(
     if interrupted:
         raise RunInterrupted(seen[0] if seen else "SIGINT", _resumable(run_dir))
     return result
+
+
+def _launcher_cls(cfg: Any) -> type[Launcher]:
+    if cfg.system.launcher == "ray":
+        from ding_lite.entry.ray_launcher import RayLauncher
+
+        return RayLauncher
+    return Launcher
 
 
 def _resumable(run_dir: Path) -> Path | None:
@@ -191,7 +213,7 @@ def _run(
             launcher.worker_lost(worker_id)
 
     master = start_master(cfg, token, on_worker_lost)
-    launcher = Launcher(cfg, master.address, token, log_dir, register)
+    launcher = _launcher_cls(cfg)(cfg, master.address, token, log_dir, register)
     tb: TbStatus | None = None
     interrupted = False
     coordinator: Coordinator | None = None

@@ -53,8 +53,9 @@ def build_policy(cfg: Any, device_override: str | None = None) -> tuple[Any, Any
         ConfigError: a device this machine lacks.
     """
     device = resolve_device(device_override or cfg.device)
-    local_rank, ranks = distributed.world()
+    rank, ranks = distributed.world()
     if device.type == "cuda" and ranks > 1:
+        local_rank = int(os.environ.get("LOCAL_RANK", rank))
         device = torch.device("cuda", local_rank % torch.cuda.device_count())
         torch.cuda.set_device(device)
     set_seed(cfg.seed)

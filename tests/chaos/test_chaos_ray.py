@@ -1,0 +1,113 @@
+"""The Ray launcher (``--launcher ray``) with a local Ray instance, as CI runs it.
+
+A run solves CartPole with its workers as Ray actors; a collector actor killed mid-run is
+replaced through the launcher's restart policy; Ctrl-C stops every actor and the Ray
+instance: no Ray process (so no Ray port) is left, and the chaos teardown checks the rest.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from chaos_harness import FAST, assert_ledger_balanced, send, wait_for
+
+pytest.importorskip("ray")
+
+EXP = ["-c", "cartpole_ppo_parallel", "--launcher", "ray"]
+RAY_MARKERS = ("ray::", "raylet", "gcs_server", "ray/_private", "ray/dashboard", "ray/autoscaler")
+
+
+def ray_processes() -> dict[int, str]:
+    """pid -> command line of every live Ray process on this machine."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and any(marker in cmd for marker in RAY_MARKERS):
+            found[int(entry.name)] = cmd[:160]
+    return found
+
+
+@pytest.fixture
+def ray_baseline(chaos):
+    """Ray processes that existed before the test; at teardown no other may be left."""
+    before = set(ray_processes())
+
+    def check() -> None:
+        left = {}
+        gone = wait_for(lambda: not set(ray_processes()) - before, 15.0, 0.2)
+        if not gone:
+            left = {p: c for p, c in ray_processes().items() if p not in before}
+            for pid in left:
+                send(pid, signal.SIGKILL)
+        assert gone, f"Ray processes left behind: {left}"
+
+    chaos.after_teardown.append(check)
+    return before
+
+
+def collector_actor(before: set[int], worker: str) -> int | None:
+    """The pid of the actor process running ``worker`` (its log is held open by it)."""
+    for pid, cmd in ray_processes().items():
+        if pid in before or "ray::" not in cmd:
+            continue
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+            targets = {str(fd.readlink()) for fd in fds}
+        except OSError:
+            continue
+        if any(t.endswith(f"/logs/{worker}.log") for t in targets):
+            return pid
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_ray_launcher_solves_cartpole_with_a_local_instance(chaos, ray_baseline):
+    proc = chaos.launch(*EXP, "--seed", "0")
+    assert chaos.finish(proc, 120) == 0, chaos.report()
+    result = chaos.result()
+    assert result["solved"] and result["eval_return_mean"] >= 475, result
+    assert result["restarts"] == 0, result
+    assert_ledger_balanced(result)
+    assert "Traceback" not in chaos.output(), chaos.output()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+def test_a_dead_collector_actor_is_replaced_and_the_run_solves(chaos, ray_baseline):
+    proc = chaos.launch(*EXP, "--seed", "1", *FAST)
+    chaos.address()
+    assert wait_for(lambda: chaos.newest_policy() >= 2, 60), chaos.report()
+    victim = collector_actor(ray_baseline, "collector1")
+    assert victim is not None, ray_processes()
+    assert send(victim, signal.SIGKILL)
+    assert chaos.finish(proc, 120) == 0, chaos.report()
+    result = chaos.result()
+    assert result["solved"] and result["restarts"] == 1, result
+    assert "collector1.r1" in chaos.log("coordinator"), chaos.report()
+    assert_ledger_balanced(result)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_ctrl_c_stops_every_actor_and_the_ray_instance(chaos, ray_baseline):
+    """Acceptance line 4: SIGINT to ``ding-lite parallel --launcher ray`` mid-run: exit
+    130, one line naming the signal, and no Ray process or port of the run left."""
+    proc = chaos.launch(
+        *EXP, "--seed", "0", "--max-train-iter", "100000", "evaluator.stop_value=none"
+    )
+    chaos.address()
+    assert wait_for(lambda: chaos.newest_policy() >= 2, 60), chaos.report()
+    assert len(set(ray_processes()) - ray_baseline) >= 4  # the instance and 3 actors
+    assert send(proc.pid, signal.SIGINT)
+    assert chaos.finish(proc, 60) == 130, chaos.report()
+    assert "SIGINT" in chaos.output(), chaos.output()
+    assert chaos.result()["stop_reason"] is not None

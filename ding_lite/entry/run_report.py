@@ -145,8 +145,11 @@ def run_result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
         "control_p99_s": _percentile(status.control_latency_s, 0.99),
         "policy_sync_p50_s": _percentile(status.sync_latency_s, 0.5),
         "policy_sync_p99_s": _percentile(status.sync_latency_s, 0.99),
+        "learn_p50_s": _percentile(status.learn_latency_s, 0.5),
         "collectors": cfg.system.collectors,
         "learners": cfg.system.learners,
+        # CPU seconds of this process (coordinator, its server, the launcher) over the run.
+        "coordinator_cpu_s": round(time.process_time(), 3),
     }
 
 

@@ -318,7 +318,8 @@ class SerialRun:
                 self.stop_reason = self._limit_reached()
                 if self.stop_reason:
                     break
-                data = collector.collect()
+                with learner.timer("collect"):  # tensorboard: perf/collect_s
+                    data = collector.collect()
                 learner.train(data, collector.envstep)
                 _log_train(tb_logger, collector, sps_meter)
                 rates = collector.outcome_rates()

@@ -244,7 +244,15 @@ def close_tb_logger(writer: Any, timeout: float = 5.0) -> bool:
 
 
 def read_tb_scalars(path: str | os.PathLike) -> dict[str, list[tuple[int, float]]]:
-    """``{tag: [(step, value), ...]}`` of the scalars in one tensorboard event file.
+    """``{tag: [(step, value), ...]}`` of the scalars in one tensorboard event file."""
+    return {
+        tag: [(step, value) for step, value, _ in points]
+        for tag, points in read_tb_events(path).items()
+    }
+
+
+def read_tb_events(path: str | os.PathLike) -> dict[str, list[tuple[int, float, float]]]:
+    """``{tag: [(step, value, wall time), ...]}`` of the scalars in one event file.
 
     Reads the record format (length, its crc, the event, its crc) with tensorboardX's own
     protobuf classes, so no tensorboard install is needed; a record still being written at
@@ -252,7 +260,7 @@ def read_tb_scalars(path: str | os.PathLike) -> dict[str, list[tuple[int, float]
     """
     from tensorboardX.proto import event_pb2
 
-    scalars: dict[str, list[tuple[int, float]]] = {}
+    scalars: dict[str, list[tuple[int, float, float]]] = {}
     data = Path(path).read_bytes()
     pos = 0
     while pos + 12 <= len(data):
@@ -264,6 +272,7 @@ def read_tb_scalars(path: str | os.PathLike) -> dict[str, list[tuple[int, float]
         event.ParseFromString(data[start:end])
         for value in event.summary.value:
             if value.HasField("simple_value"):
-                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+                point = (event.step, value.simple_value, event.wall_time)
+                scalars.setdefault(value.tag, []).append(point)
         pos = end + 4
     return scalars

@@ -817,7 +817,7 @@ def test_launcher_drops_a_worker_whose_process_exited(tmp_path):
 def test_launcher_replaces_a_failed_worker_under_a_fresh_id(tmp_path, monkeypatch):
     spawned = []
 
-    def spawn(role, worker_id, address, token, cfg, log_dir, register=None):
+    def spawn(role, worker_id, address, token, cfg, log_dir, register=None, rank_env=None):
         spawned.append(worker_id)
         return FakeProc()
 

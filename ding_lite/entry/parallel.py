@@ -8,6 +8,7 @@ runs that span machines sharing a filesystem.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import signal
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -83,6 +84,8 @@ def compile_parallel_config(
         max_env_step=max_env_step,
         max_train_iter=max_train_iter,
     )
+    if cfg.system.launcher == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError("--launcher ray needs Ray: pip install 'ding-lite[ray]'")
     ranks = cfg.system.learners
     per_iter = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
     if min(cfg.policy.learn.batch_size, per_iter) % ranks:

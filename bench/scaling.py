@@ -19,8 +19,10 @@ the coordinator's CPU share (its process's CPU seconds over the run's wall time)
 speed-ups of steady env steps/s against serial and against C = 1 with the same L. Serial's
 per-iteration collect and update medians give the overlap bound
 ``(collect + update) / max(collect, update)``: what running collection beside the update
-can gain at most with one learner and one collector. Nothing is asserted; every run is
-appended to ``--out`` as one JSON line.
+can gain at most with one learner and one collector; a serial iteration also holds its
+share of the evaluations, which a parallel run does on a collector beside the update, so
+the line adds the ceiling ``(serial seconds per iteration) / max(collect, update)``.
+Nothing is asserted; every run is appended to ``--out`` as one JSON line.
 """
 
 from __future__ import annotations
@@ -181,12 +183,17 @@ def main() -> None:
                 f"{_fmt(share, '.1%'):>9}",
                 flush=True,
             )
-            if mode == "serial" and r["collect_s"] and r["update_s"]:
+            if mode == "serial" and r["collect_s"] and r["update_s"] and sps:
                 collect, update = r["collect_s"], r["update_s"]
+                # A whole serial iteration also holds its share of the evaluations, which
+                # the parallel pipeline runs on a collector beside the update.
+                iteration = base.policy.collect.n_steps * num_envs / sps
                 print(
                     f"{'':<10} serial per iteration: collect {collect:.3f} s, update "
                     f"{update:.3f} s; overlap bound (collect + update) / max = "
-                    f"{(collect + update) / max(collect, update):.2f}x",
+                    f"{(collect + update) / max(collect, update):.2f}x; with the "
+                    f"evaluations an iteration takes {iteration:.3f} s: "
+                    f"{iteration / max(collect, update):.2f}x",
                     flush=True,
                 )
             row = {

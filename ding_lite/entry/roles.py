@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -214,6 +215,9 @@ def run_worker(
         _preload_optimizer_imports()
         if distributed.env_world_size() > 1 and distributed.init_from_env(dist_timeout)[0] > 0:
             return _follow(device)
+        restarts = os.environ.get(distributed.RESTART_COUNT, "0")
+        if restarts.isdigit() and int(restarts) > 0:  # torchrun restarted the group
+            worker_id = f"{worker_id}.r{restarts}"  # a new learner, as the launcher names it
     worker = worker_cls(worker_id=worker_id, device=device, slave_factory=slave)
     previous = sigterm_as_interrupt()
     try:

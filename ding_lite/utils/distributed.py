@@ -26,6 +26,7 @@ RANK_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 LOOPBACK = ("127.0.0.1", "localhost")
 #: Set by torchrun's agent, whose own store the ranks then join (``env://``).
 AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
+RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"  # set by torchrun: restarts of the group so far
 _KEEP: list[socket.socket] = []
 
 
@@ -83,13 +84,20 @@ def init_from_env(timeout_s: float) -> tuple[int, int]:
     # gloo for CPU tensors; nccl for CUDA ones where the machine has GPUs.
     backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
     timeout = timedelta(seconds=timeout_s)
-    if os.environ["MASTER_ADDR"] in LOOPBACK and not os.environ.get(AGENT_STORE):
-        rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    if os.environ.get(AGENT_STORE) == "True":  # torchrun's agent serves the store
+        store = dist.TCPStore(addr, port, size, False, timeout=timeout)
+    elif addr in LOOPBACK:  # one machine: rank 0 serves it on 127.0.0.1 only
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # gloo's own sockets: loopback too
-        store = _loopback_store(rank, size, int(os.environ["MASTER_PORT"]), timeout)
-        dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
-    else:
-        dist.init_process_group(backend, init_method="env://", timeout=timeout)
+        store = _loopback_store(rank, size, port, timeout)
+    else:  # as env:// does: rank 0 serves it (on every interface, for the other machines)
+        store = dist.TCPStore(addr, port, size, rank == 0, timeout=timeout)
+    if RESTART_COUNT in os.environ:
+        # A group torchrun restarted must not find the addresses its predecessor published
+        # in the same store: its ranks would connect to the dead ones.
+        store = dist.PrefixStore(f"ding_lite/attempt_{os.environ[RESTART_COUNT]}", store)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
     return world()
 
 

@@ -26,13 +26,18 @@ EXP = ["-c", "cartpole_ppo_parallel", "--learners", "2"]
 
 def rank_env(pid: int) -> dict[str, str]:
     """The environment of a process (RANK, MASTER_PORT, ...)."""
-    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:  # gone meanwhile
+        return {}
     return dict(item.decode(errors="replace").split("=", 1) for item in raw if b"=" in item)
 
 
 def ranks_of(chaos, address: str, worker_id: str) -> dict[int, int]:
-    """rank -> pid of the live processes of a learner group."""
-    return {int(rank_env(pid).get("RANK", 0)): pid for pid in chaos.worker_pids(address, worker_id)}
+    """rank -> pid of the live ranks of a learner group (torchrun's agent, which has the
+    same arguments but no RANK, left out)."""
+    envs = {pid: rank_env(pid) for pid in chaos.worker_pids(address, worker_id)}
+    return {int(env["RANK"]): pid for pid, env in envs.items() if "RANK" in env}
 
 
 def check_group_port_closed(chaos, port: str) -> None:
@@ -89,19 +94,9 @@ def test_rank1_sigkill_restarts_the_group_from_its_checkpoint_and_solves(chaos):
     assert_ledger_balanced(result)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(180)
-def test_torchrun_learner_ranks_with_a_coordinator_and_a_collector(chaos):
-    """Acceptance line 3: ``torchrun --nproc-per-node 2 -m ding_lite learner`` against a
-    ``ding-lite coordinator`` with one ``ding-lite collector`` completes the run."""
-    token = {"DING_LITE_TOKEN": "torchrun-test-token"}
-    coordinator = chaos.command(
-        "coordinator",
-        ["coordinator", "-c", "cartpole_ppo_parallel", "--exp-dir", str(chaos.dir)]
-        + ["--max-train-iter", "8", "system.collectors=1", *FAST],
-        env=token,
-    )
-    address = chaos.address("coordinator")
+def start_torchrun(chaos, address: str, token: dict, *extra: str) -> tuple:
+    """``torchrun --nproc-per-node 2 [extra] -m ding_lite learner`` on 127.0.0.1, output to
+    ``torchrun.out``; returns (process, its group's port)."""
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     launcher = [torchrun] if torchrun else [sys.executable, "-m", "torch.distributed.run"]
     port = str(free_port())
@@ -109,9 +104,10 @@ def test_torchrun_learner_ranks_with_a_coordinator_and_a_collector(chaos):
     chaos.allowed.add("torchrun.out")
     try:
         chaos.procs["torchrun"] = subprocess.Popen(
-            [*launcher, "--nnodes", "1", "--nproc-per-node", "2"]
+            [*launcher, "--nnodes", "1", "--nproc-per-node", "2", *extra]
             + ["--master-addr", "127.0.0.1", "--master-port", port]
-            + ["-m", "ding_lite", "learner", "--coordinator", address, "--worker-id", "tr0"],
+            + ["-m", "ding_lite", "learner", "--coordinator", address, "--worker-id", "tr0"]
+            + ["--heartbeat-period", "0.2"],
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=chaos.cwd,
@@ -121,14 +117,72 @@ def test_torchrun_learner_ranks_with_a_coordinator_and_a_collector(chaos):
     finally:
         out.close()
     check_group_port_closed(chaos, port)
+    return chaos.procs["torchrun"], port
+
+
+def start_coordinator_and_collector(chaos, token: dict, *overrides: str) -> str:
+    chaos.command(
+        "coordinator",
+        ["coordinator", "-c", "cartpole_ppo_parallel", "--exp-dir", str(chaos.dir)]
+        + ["system.collectors=1", *FAST, *overrides],
+        env=token,
+    )
+    return chaos.address("coordinator")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_torchrun_learner_ranks_with_a_coordinator_and_a_collector(chaos):
+    """Acceptance line 3: ``torchrun --nproc-per-node 2 -m ding_lite learner`` against a
+    ``ding-lite coordinator`` with one ``ding-lite collector`` completes the run."""
+    token = {"DING_LITE_TOKEN": "torchrun-test-token"}
+    address = start_coordinator_and_collector(chaos, token, "max_train_iter=8")
+    torchrun, _ = start_torchrun(chaos, address, token)
     collector = chaos.command(
         "collector", ["collector", "--coordinator", address, "--worker-id", "c0"], env=token
     )
-    assert chaos.finish(coordinator, 150, "coordinator") == 0, chaos.report("coordinator")
-    assert chaos.finish(chaos.procs["torchrun"], 30, "torchrun") == 0, chaos.output("torchrun")
+    assert chaos.finish(chaos.procs["coordinator"], 150, "coordinator") == 0, chaos.report(
+        "coordinator"
+    )
+    assert chaos.finish(torchrun, 30, "torchrun") == 0, chaos.output("torchrun")
     assert chaos.finish(collector, 30, "collector") == 0, chaos.output("collector")
     result = chaos.result()
     assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 8, result
     said = chaos.output("torchrun")
     assert "rank 1 of 2: training cartpole_ppo_parallel" in said, said
+    assert_ledger_balanced(result)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_torchrun_restarts_a_group_that_lost_a_rank_from_its_checkpoint(chaos):
+    """SIGKILL of rank 1 under ``torchrun --max-restarts 1``: rank 0 exits (code 3), the
+    agent starts both ranks again, the new rank 0 registers as ``tr0.r1`` (a new learner),
+    every rank loads the newest checkpoint, and the run completes its iterations."""
+    token = {"DING_LITE_TOKEN": "torchrun-test-token"}
+    address = start_coordinator_and_collector(
+        chaos, token, "max_train_iter=120", "evaluator.stop_value=none",
+        "learner.hook.save_ckpt_after_iter=2",
+    )  # fmt: skip
+    torchrun, _ = start_torchrun(chaos, address, token, "--max-restarts", "1")
+    chaos.command(
+        "collector", ["collector", "--coordinator", address, "--worker-id", "c0"], env=token
+    )
+    assert wait_for(lambda: len(chaos.files("ckpt", "ckpt_iter*.pt")) >= 2, 60), chaos.report(
+        "coordinator"
+    )
+    ranks = ranks_of(chaos, address, "tr0")
+    assert sorted(ranks) == [0, 1], ranks
+    assert send(ranks[1], signal.SIGKILL)
+    assert chaos.finish(chaos.procs["coordinator"], 150, "coordinator") == 0, chaos.output(
+        "coordinator"
+    ) + chaos.output("torchrun")
+    assert chaos.finish(torchrun, 30, "torchrun") == 0, chaos.output("torchrun")
+    result = chaos.result()
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 120, result
+    said = chaos.output("torchrun")
+    assert "learner 'tr0.r1' serving" in said, said
+    resumed = re.search(r"resumed from iteration (\d+)", said)
+    assert resumed and int(resumed.group(1)) >= 2, said
+    assert re.search(rf"rank 1 of 2: training \S+ from \S+ckpt_iter0*{resumed.group(1)}\.pt", said)
     assert_ledger_balanced(result)

@@ -82,6 +82,17 @@ def test_ray_launcher_solves_cartpole_with_a_local_instance(chaos, ray_baseline)
 
 @pytest.mark.slow
 @pytest.mark.timeout(150)
+def test_two_learner_ranks_as_ray_actors_in_one_placement_group(chaos, ray_baseline):
+    proc = chaos.launch(*EXP, "--learners", "2", "--seed", "1")
+    assert chaos.finish(proc, 120) == 0, chaos.report()
+    result = chaos.result()
+    assert result["solved"] and result["learners"] == 2 and result["restarts"] == 0, result
+    assert "rank 1 of 2: training cartpole_ppo_parallel" in chaos.log("learner0.rank1")
+    assert_ledger_balanced(result)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
 def test_a_dead_collector_actor_is_replaced_and_the_run_solves(chaos, ray_baseline):
     proc = chaos.launch(*EXP, "--seed", "1", *FAST)
     chaos.address()

@@ -79,6 +79,8 @@ def check_learner_start(out: dict, path_policy: str | Path) -> dict[str, Any]:
         "envstep": _int(out, "envstep"),
         "batch_size": _int(out, "batch_size", 1),
         "checkpoint": _checkpoint_name(out.get("checkpoint")),
+        # Ranks of a data-parallel learner (a learner that does not say is one).
+        "ranks": _int({"ranks": out.get("ranks", 1)}, "ranks", 1, 1 << 16),
     }
 
 

@@ -225,7 +225,7 @@ class Coordinator:
                 self.supervisor.worker_failed(lid, "learner", f"failed to start: {err}")
                 self.status.restarts = self.supervisor.restarts
             return False
-        self.learner, self._learner_failures = lid, 0
+        self.learner, self._learner_failures, self.status.learner_ranks = lid, 0, start["ranks"]
         self.batch_size = start["batch_size"]
         self._policy = (start["policy_path"], start["policy_version"], start["published_at"])
         self.status.policy_version = self.status.train_iter = start["policy_version"]

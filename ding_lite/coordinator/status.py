@@ -25,6 +25,7 @@ class RunStatus:
     stop_detail: str = ""  # one line saying why, for failures
     collectors_alive: int = 0
     learners_alive: int = 0
+    learner_ranks: int = 1  # ranks of the running learner, as its start answer says
     failed_tasks: int = 0
     restarts: int = 0
     skipped_steps: int = 0

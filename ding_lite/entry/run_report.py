@@ -148,6 +148,7 @@ def run_result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
         "learn_p50_s": _percentile(status.learn_latency_s, 0.5),
         "collectors": cfg.system.collectors,
         "learners": cfg.system.learners,
+        "learner_ranks": status.learner_ranks,
         # CPU seconds of this process (coordinator, its server, the launcher) over the run.
         "coordinator_cpu_s": round(time.process_time(), 3),
     }

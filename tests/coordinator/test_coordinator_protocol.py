@@ -280,3 +280,21 @@ def test_a_forged_checkpoint_name_in_a_start_result_is_refused(tmp_path, name):
     assert check_learner_start(out, tmp_path / "policy")["checkpoint"] == "ckpt_iter00000003.pt"
     with pytest.raises(ResultError, match="field 'checkpoint'"):
         check_learner_start({**out, "checkpoint": name}, tmp_path / "policy")
+
+
+@pytest.mark.parametrize("ranks", [0, -1, "2", 2.0, True, None, 1 << 20])
+def test_a_start_result_names_its_ranks_or_counts_as_one(tmp_path, ranks):
+    from ding_lite.coordinator.checks import ResultError, check_learner_start
+
+    policy = tmp_path / "policy" / "policy_v00000000.pt"
+    out = {
+        "policy_path": str(policy),
+        "policy_version": 0,
+        "published_at": time.time(),
+        "envstep": 0,
+        "batch_size": 4,
+    }
+    assert check_learner_start(out, tmp_path / "policy")["ranks"] == 1  # not said: one
+    assert check_learner_start({**out, "ranks": 4}, tmp_path / "policy")["ranks"] == 4
+    with pytest.raises(ResultError, match="field 'ranks'"):
+        check_learner_start({**out, "ranks": ranks}, tmp_path / "policy")

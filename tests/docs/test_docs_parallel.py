@@ -344,8 +344,10 @@ def test_learner_start_get_data_and_close_results(tmp_path):
             "checkpoint",
             "envstep",
             "batch_size",
+            "ranks",
             "published_at",
         }
+        assert start["ranks"] == 1  # not distributed
         assert start["policy_version"] == 0 and start["resumed_from"] is None
         assert start["checkpoint"] is None
         assert "``checkpoint`` (the file name it loaded, or" in page_text()

@@ -229,6 +229,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "published_at": time.time(),
             "resumed_from": learner.train_iter if resumed else None,
             "checkpoint": loaded.name if (loaded := learner.loaded_checkpoint) else None,
+            "ranks": self.world_size,
         }
 
     def get_data_task(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -264,19 +264,22 @@ def test_reported_paths_outside_path_data_are_refused(tmp_path):
     assert outside.exists()
 
 
+def _start_result(tmp_path, version: int) -> dict:
+    """A well-formed learner start result publishing ``version``."""
+    return {
+        "policy_path": str(tmp_path / "policy" / f"policy_v{version:08d}.pt"),
+        "policy_version": version,
+        "published_at": time.time(),
+        "envstep": 10 * version,
+        "batch_size": 4,
+    }
+
+
 @pytest.mark.parametrize("name", ["../ckpt_iter1.pt", "/etc/passwd", "ckpt", 7, "x" * 200 + ".pt"])
 def test_a_forged_checkpoint_name_in_a_start_result_is_refused(tmp_path, name):
     from ding_lite.coordinator.checks import ResultError, check_learner_start
 
-    policy = tmp_path / "policy" / "policy_v00000003.pt"
-    out = {
-        "policy_path": str(policy),
-        "policy_version": 3,
-        "published_at": time.time(),
-        "envstep": 10,
-        "batch_size": 4,
-        "checkpoint": "ckpt_iter00000003.pt",
-    }
+    out = {**_start_result(tmp_path, 3), "checkpoint": "ckpt_iter00000003.pt"}
     assert check_learner_start(out, tmp_path / "policy")["checkpoint"] == "ckpt_iter00000003.pt"
     with pytest.raises(ResultError, match="field 'checkpoint'"):
         check_learner_start({**out, "checkpoint": name}, tmp_path / "policy")
@@ -286,14 +289,7 @@ def test_a_forged_checkpoint_name_in_a_start_result_is_refused(tmp_path, name):
 def test_a_start_result_names_its_ranks_or_counts_as_one(tmp_path, ranks):
     from ding_lite.coordinator.checks import ResultError, check_learner_start
 
-    policy = tmp_path / "policy" / "policy_v00000000.pt"
-    out = {
-        "policy_path": str(policy),
-        "policy_version": 0,
-        "published_at": time.time(),
-        "envstep": 0,
-        "batch_size": 4,
-    }
+    out = _start_result(tmp_path, 0)
     assert check_learner_start(out, tmp_path / "policy")["ranks"] == 1  # not said: one
     assert check_learner_start({**out, "ranks": 4}, tmp_path / "policy")["ranks"] == 4
     with pytest.raises(ResultError, match="field 'ranks'"):

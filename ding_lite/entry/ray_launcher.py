@@ -27,7 +27,6 @@ from typing import Any
 
 from ding_lite.entry.launcher import Launcher, worker_threads
 from ding_lite.utils.errors import ConfigError
-from ding_lite.utils.log import get_logger
 
 try:
     import ray
@@ -115,8 +114,7 @@ class RayLauncher(Launcher):
             raise ConfigError("--launcher ray needs Ray: pip install 'ding-lite[ray]'")
         self._owns_ray = False
         self._groups: dict[str, Any] = {}  # worker id -> its placement group
-        self._actor_cls = ray.remote(WorkerActor) if ray is not None else None
-        self._logger = get_logger("launcher")
+        self._actor_cls = ray.remote(WorkerActor)
 
     def start_all(self) -> None:
         system = self.cfg.system

@@ -61,7 +61,8 @@ def env_world_size() -> int:
 
 
 def init_from_env(timeout_s: float) -> tuple[int, int]:
-    """Joins the process group the environment describes (``env://``); returns
+    """Joins the process group the environment describes (``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR``, ``MASTER_PORT``, as ``env://`` reads them); returns
     ``(rank, world_size)``.
 
     ``timeout_s`` bounds the rendezvous and every later collective: a rank that waits
@@ -217,11 +218,6 @@ def average_gradients(params: Iterable[torch.nn.Parameter]) -> None:
     for g in grads:
         g.copy_(flat[offset : offset + g.numel()].view_as(g))
         offset += g.numel()
-
-
-def barrier() -> None:
-    if world()[1] > 1:
-        _collective(dist.barrier)
 
 
 def _local(device_type: str) -> torch.device:

@@ -232,7 +232,11 @@ class CollectorPool:
         """Closes every running collector and books what they had not handed over."""
         deadline = time.monotonic() + timeout
         futures = {}
-        for cid in self.running():
+        # A start that never got its answer (Ctrl-C while it was on its way) may have
+        # started the collector all the same: close it too, so what it wrote is booked.
+        alive = set(self.c.transport.worker_ids("collector"))
+        starting = [c for c in self.index if c not in self.state and c in alive]
+        for cid in self.running() + starting:
             data = {"final_eval": final_eval and cid == self.evaluator}
             futures[cid] = self.c.transport.send_task_async(
                 cid, "collector_close_task", data, timeout

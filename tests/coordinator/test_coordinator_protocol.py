@@ -294,3 +294,33 @@ def test_a_start_result_names_its_ranks_or_counts_as_one(tmp_path, ranks):
     assert check_learner_start({**out, "ranks": 4}, tmp_path / "policy")["ranks"] == 4
     with pytest.raises(ResultError, match="field 'ranks'"):
         check_learner_start({**out, "ranks": ranks}, tmp_path / "policy")
+
+
+@pytest.mark.timeout(120)
+def test_a_collector_whose_start_was_interrupted_is_closed_and_its_files_booked(tmp_path):
+    """Ctrl-C while collector1's start task is on its way: the collector started anyway and
+    wrote a rollout. The close must reach it, so the ledger books the file and nothing is
+    left in path_data (seen with the Ray launcher, whose collectors register late)."""
+    workers = make_workers(2)
+
+    class Interrupting(LocalTransport):
+        def send_task(self, worker_id, name, data, timeout):
+            outcome = super().send_task(worker_id, name, data, timeout)
+            if (worker_id, name) == ("collector1", "collector_start_task"):
+                deadline = time.monotonic() + 30  # it collects and writes before the answer
+                while not list((tmp_path / "data" / "collector1").glob("*.pt")):
+                    assert time.monotonic() < deadline, "collector1 wrote nothing"
+                    time.sleep(0.05)
+                raise KeyboardInterrupt
+            return outcome
+
+    transport = Interrupting(workers)
+    coordinator = Coordinator(tiny_cfg(tmp_path), transport)
+    with pytest.raises(KeyboardInterrupt):
+        coordinator.run(10)
+    assert ("collector1", "collector_close_task") in transport.calls
+    ledger = coordinator.status.ledger
+    assert ledger["left_in_path_data"] == 0, ledger
+    assert ledger["written"] == sum(
+        v for k, v in ledger.items() if k.startswith(("trained", "dropped"))
+    )

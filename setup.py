@@ -8,6 +8,8 @@ setup(
     description="A small, fast, hook-driven RL training service (PPO) in PyTorch",
     long_description=open("README.rst", encoding="utf-8").read(),
     long_description_content_type="text/x-rst",
+    # An SPDX id; no "License ::" classifier, which setuptools now deprecates in its favour.
+    license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["ding_lite", "ding_lite.*"]),
     package_data={"ding_lite.config": ["experiments/*.py"]},
@@ -32,7 +34,18 @@ setup(
         "render": ["matplotlib"],
         # ding-lite parallel --launcher ray: workers as Ray actors, on one machine or a cluster.
         "ray": ["ray>=2.9"],
-        "test": ["pytest", "pytest-timeout", "gymnasium[mujoco]>=1.0", "matplotlib", "ray>=2.9"],
+        # The docs site: sphinx-build -W -b html docs docs/_build (docs/conf.py).
+        "docs": ["sphinx>=7", "furo"],
+        # The tests build the docs site too (tests/docs), so they need what it needs.
+        "test": [
+            "pytest",
+            "pytest-timeout",
+            "gymnasium[mujoco]>=1.0",
+            "matplotlib",
+            "ray>=2.9",
+            "sphinx>=7",
+            "furo",
+        ],
         "bench": ["gymnasium[mujoco]>=1.0", "stable-baselines3"],
     },
     entry_points={"console_scripts": ["ding-lite=ding_lite.entry.cli:main"]},

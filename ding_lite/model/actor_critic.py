@@ -254,7 +254,7 @@ class ActorCritic(nn.Module):
         """Runs actor and critic.
 
         Args:
-            obs: Observations, shape [B, obs_dim] (or [B, *obs_shape]).
+            obs: Observations, shape [B, obs_dim] (or ``[B, *obs_shape]``).
 
         Returns:
             ``(dist, value)``: the action distribution over B rows and values of shape [B].

@@ -8,7 +8,6 @@ with :func:`register_env`.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +20,7 @@ from ding_lite.envs.cartpole import CartPoleEnv
 from ding_lite.envs.gym_adapter import VECTOR_MODES, GymVectorEnv
 from ding_lite.envs.pendulum import PendulumEnv
 from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
+from ding_lite.utils.registry import Registry, RegistryError
 
 __all__ = [
     "ActionSpace",
@@ -28,6 +28,7 @@ __all__ = [
     "Box",
     "CartPoleEnv",
     "Discrete",
+    "ENV_REGISTRY",
     "Hybrid",
     "MultiDiscrete",
     "PendulumEnv",
@@ -41,26 +42,37 @@ __all__ = [
 GYM_PREFIX = "gym:"
 
 EnvFactory = Callable[..., TensorVectorEnv]
-_REGISTRY: dict[str, EnvFactory] = {}
 
 
-def register_env(name: str, cls: EnvFactory) -> None:
-    """Makes ``create_env(name, ...)`` build ``cls``.
+def _not_reserved(name: str) -> None:
+    if name.startswith(GYM_PREFIX):
+        raise RegistryError(f"env names starting with '{GYM_PREFIX}' are reserved for gymnasium")
+
+
+#: Env name -> the class (or factory) :func:`create_env` builds.
+ENV_REGISTRY: Registry[EnvFactory] = Registry(
+    "env", extra_known=(f"{GYM_PREFIX}<id>",), check_name=_not_reserved
+)
+
+
+def register_env(name: str, cls: EnvFactory | None = None, *, force: bool = False) -> Any:
+    """Makes ``create_env(name, ...)`` build ``cls``; without ``cls``, a class decorator.
 
     Args:
-        name: Registry name, e.g. ``"aircombat"``. Must be new and must not start with
-            ``"gym:"``, which is reserved for the gymnasium adapter.
+        name: Registry name, e.g. ``"aircombat"``. Must not start with ``"gym:"``, which is
+            reserved for the gymnasium adapter.
         cls: A ``TensorVectorEnv`` subclass or any callable taking keyword arguments
             ``num_envs``, ``device``, ``seed`` and the env's own options.
+        force: Replace an env already registered under ``name`` instead of raising.
+
+    Returns:
+        ``cls`` (or the decorator).
 
     Raises:
-        ValueError: If the name is taken or reserved.
+        RegistryError: The name is taken (without ``force``) or reserved; a ``ValueError``,
+            ``KeyError`` and ``ConfigError``.
     """
-    if name.startswith(GYM_PREFIX):
-        raise ValueError(f"env names starting with '{GYM_PREFIX}' are reserved for gymnasium")
-    if name in _REGISTRY:
-        raise ValueError(f"env '{name}' is already registered (by {_REGISTRY[name]!r})")
-    _REGISTRY[name] = cls
+    return ENV_REGISTRY.register(name, cls, force=force)
 
 
 def list_envs() -> list[str]:
@@ -68,7 +80,7 @@ def list_envs() -> list[str]:
 
     ``"gym:<id>"`` names are also accepted by :func:`create_env` but not listed.
     """
-    return list(_REGISTRY)
+    return ENV_REGISTRY.names()
 
 
 def create_env(
@@ -96,7 +108,8 @@ def create_env(
         The env, ready for ``reset()``.
 
     Raises:
-        ValueError: Unknown env name or vector mode, or ``"async"`` for a non-gymnasium env.
+        RegistryError: Unknown env name (a ``ValueError`` and a ``KeyError``).
+        ValueError: Unknown vector mode, or ``"async"`` for a non-gymnasium env.
         TypeError: An option the env does not accept.
         ImportError: ``gym:<id>`` without gymnasium, or without a dependency of that env.
     """
@@ -116,19 +129,12 @@ def create_env(
             vector_mode=vector_mode,
             **kwargs,
         )
-    if name not in _REGISTRY:
-        known = ", ".join([*_REGISTRY, f"{GYM_PREFIX}<id>"])
-        message = f"unknown env '{name}'; known: {known}"
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
-        if close:
-            message += f"; did you mean '{close[0]}'?"
-        raise ValueError(message)
+    factory = ENV_REGISTRY.get(name)
     if vector_mode != "sync":
         raise ValueError(
             f"vector_mode {vector_mode!r} applies to gym:<id> envs only; '{name}' steps all "
             "its copies as one tensor batch (use vector_mode 'sync')"
         )
-    factory = _REGISTRY[name]
     _check_kwargs(name, factory, kwargs)
     return factory(num_envs=num_envs, device=device, seed=seed, **kwargs)
 

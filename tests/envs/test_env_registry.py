@@ -5,6 +5,7 @@ import torch
 
 import ding_lite.envs as envs
 from ding_lite.envs import CartPoleEnv, TensorVectorEnv, create_env, list_envs, register_env
+from ding_lite.utils.registry import RegistryError
 
 
 def test_bundled_envs_are_listed_and_built():
@@ -17,11 +18,13 @@ def test_bundled_envs_are_listed_and_built():
 
 
 def test_unknown_name_lists_known_and_suggests():
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(RegistryError) as err:
         create_env("cartpol", 2)
-    message = str(err.value)
-    assert message.startswith("unknown env 'cartpol'; known: cartpole, pendulum")
-    assert "gym:<id>" in message and "did you mean 'cartpole'?" in message
+    assert isinstance(err.value, ValueError) and isinstance(err.value, KeyError)
+    assert str(err.value) == (
+        "unknown env 'cartpol' (did you mean 'cartpole'?); "
+        "known: cartpole, pendulum, aircombat, gym:<id>"
+    )
     with pytest.raises(ValueError, match="unknown env 'zzz'") as err:
         create_env("zzz", 2)
     assert "did you mean" not in str(err.value)
@@ -38,7 +41,7 @@ def test_bad_num_envs():
 
 
 def test_register_env_keeps_the_registry_open(monkeypatch):
-    monkeypatch.setattr(envs, "_REGISTRY", dict(envs._REGISTRY))
+    monkeypatch.setattr(envs, "ENV_REGISTRY", envs.ENV_REGISTRY.copy())
 
     class Short(CartPoleEnv):
         name = "short_cartpole"
@@ -52,9 +55,22 @@ def test_register_env_keeps_the_registry_open(monkeypatch):
     assert "short_cartpole" in list_envs()
     env = create_env("short_cartpole", 2)
     assert env.max_episode_steps == 3
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(RegistryError, match="already registered"):
         register_env("short_cartpole", Short)
-    with pytest.raises(ValueError, match="reserved"):
+    assert register_env("short_cartpole", CartPoleEnv, force=True) is CartPoleEnv
+    assert create_env("short_cartpole", 2).max_episode_steps == 500
+    with pytest.raises(RegistryError, match="reserved"):
         register_env("gym:Mine-v0", Short)
-    with pytest.raises(ValueError, match="did you mean 'short_cartpole'"):
+    with pytest.raises(RegistryError, match="did you mean 'short_cartpole'"):
         create_env("short_cartpol", 2)
+
+
+def test_register_env_as_a_decorator(monkeypatch):
+    monkeypatch.setattr(envs, "ENV_REGISTRY", envs.ENV_REGISTRY.copy())
+
+    @register_env("decorated_cartpole")
+    class Decorated(CartPoleEnv):
+        pass
+
+    assert list_envs()[-1] == "decorated_cartpole"
+    assert isinstance(create_env("decorated_cartpole", 2), Decorated)

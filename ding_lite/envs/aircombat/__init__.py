@@ -1,6 +1,7 @@
 """Air combat: two aircraft and homing missiles in a 2D arena (see :mod:`.physics`)."""
 
 from ding_lite.envs.aircombat.agents import (
+    AGENT_REGISTRY,
     Agent,
     CrankAgent,
     PlaceholderAgent,
@@ -11,6 +12,7 @@ from ding_lite.envs.aircombat.agents import (
 from ding_lite.envs.aircombat.env import AirCombatEnv
 
 __all__ = [
+    "AGENT_REGISTRY",
     "Agent",
     "AirCombatEnv",
     "CrankAgent",

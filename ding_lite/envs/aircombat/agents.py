@@ -20,6 +20,7 @@ from torch import Tensor
 
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.flags import flag
+from ding_lite.utils.registry import Registry, RegistryError
 
 Action = dict[str, Tensor]
 
@@ -231,20 +232,24 @@ class CrankAgent(Agent):
 
 
 AgentFactory = Callable[..., Agent]
-_AGENTS: dict[str, AgentFactory] = {
-    "rule_based": CrankAgent,
-    "placeholder": PlaceholderAgent,
-    "random": RandomAgent,
-}
+#: Agent name -> the class (or factory) :func:`create_agent` builds (``opponent=name``).
+AGENT_REGISTRY: Registry[AgentFactory] = Registry("agent")
+AGENT_REGISTRY.register("rule_based", CrankAgent)
+AGENT_REGISTRY.register("placeholder", PlaceholderAgent)
+AGENT_REGISTRY.register("random", RandomAgent)
+_AGENTS = AGENT_REGISTRY  # the name tests/docs/test_docs_aircombat.py imports
 # Registered by the layer that may load policies; named here only for the error message.
 _REGISTERED_ELSEWHERE = {"ppo": "ding_lite.entry.ppo_agent"}
 
 
-def register_agent(name: str, factory: AgentFactory) -> None:
-    """Makes ``create_agent(name, ...)`` (and ``opponent=name``) build ``factory``."""
-    if name in _AGENTS:
-        raise ValueError(f"agent '{name}' is already registered")
-    _AGENTS[name] = factory
+def register_agent(name: str, factory: AgentFactory | None = None, *, force: bool = False) -> Any:
+    """Makes ``create_agent(name, ...)`` (and ``opponent=name``) build ``factory``; without
+    ``factory``, a class decorator.
+
+    Raises:
+        RegistryError: ``name`` is taken and ``force`` is false.
+    """
+    return AGENT_REGISTRY.register(name, factory, force=force)
 
 
 def create_agent(
@@ -257,13 +262,12 @@ def create_agent(
     registered when that module is imported: envs import no policy code).
 
     Raises:
-        ValueError: Unknown name; the message lists the known ones.
+        RegistryError: Unknown name (a ``ValueError`` and a ``KeyError``); the message lists
+            the known ones.
     """
-    if name not in _AGENTS:
-        if name in _REGISTERED_ELSEWHERE:
-            raise ValueError(
-                f"agent '{name}' is registered when {_REGISTERED_ELSEWHERE[name]} is imported "
-                "(the pipelines and the ding-lite command import it); import it first"
-            )
-        raise ValueError(f"unknown agent '{name}'; known: {', '.join(_AGENTS)}")
-    return _AGENTS[name](num_envs=num_envs, device=device, seed=seed, **kwargs)
+    if name not in AGENT_REGISTRY and name in _REGISTERED_ELSEWHERE:
+        raise RegistryError(
+            f"agent '{name}' is registered when {_REGISTERED_ELSEWHERE[name]} is imported "
+            "(the pipelines and the ding-lite command import it); import it first"
+        )
+    return AGENT_REGISTRY.get(name)(num_envs=num_envs, device=device, seed=seed, **kwargs)

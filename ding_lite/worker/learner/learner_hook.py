@@ -74,7 +74,12 @@ class LearnerHook(Hook):
 
 
 def register_learner_hook(name: str, cls: type[LearnerHook] | None = None, force: bool = False):
-    """Registers a hook class so configs can name it (``type: name``). Usable as decorator."""
+    """Registers a hook class so configs can name it (``type: name``). Usable as decorator.
+
+    Raises:
+        RegistryError: ``name`` is taken and ``force`` is false (an unknown ``type`` in a
+            config is one too: a ``ConfigError``).
+    """
     return LEARNER_HOOK_REGISTRY.register(name, cls, force=force)
 
 
@@ -236,7 +241,7 @@ def _build_full(key: str, spec: Mapping[str, Any]) -> LearnerHook:
         )
     if "type" not in spec or "position" not in spec:
         raise ConfigError(f"hook '{key}' needs 'type' and 'position'")
-    cls = _hook_class(str(spec["type"]))
+    cls = LEARNER_HOOK_REGISTRY.get(str(spec["type"]))
     if "ext_args" in inspect.signature(cls).parameters:  # DI-engine style: one mapping
         kwargs: dict[str, Any] = {"ext_args": EasyDict(spec.get("ext_args") or {})}
     else:
@@ -259,7 +264,7 @@ def _build_shorthand(key: str, value: Any) -> LearnerHook:
             f"hook shorthand '{key}' must end with one of: {', '.join(POSITIONS)} "
             "(e.g. save_ckpt_after_iter: 100)"
         )
-    cls = _hook_class(hook_type)
+    cls = LEARNER_HOOK_REGISTRY.get(hook_type)
     if issubclass(cls, LoadCkptHook):
         if not isinstance(value, str):
             raise ConfigError(f"hook shorthand '{key}' takes a path, got {value!r}")
@@ -276,13 +281,6 @@ def _build_shorthand(key: str, value: Any) -> LearnerHook:
         return cls(key, position=position)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"hook shorthand '{key}': {err}") from None
-
-
-def _hook_class(hook_type: str) -> type[LearnerHook]:
-    try:
-        return LEARNER_HOOK_REGISTRY.get(hook_type)
-    except KeyError as err:
-        raise ConfigError(err.args[0]) from None
 
 
 def sort_hooks(hooks: list[LearnerHook]) -> dict[str, list[LearnerHook]]:

@@ -14,13 +14,8 @@ from ding_lite.envs.spaces import ActionSpace, space_to_dict
 from ding_lite.model import build_model
 from ding_lite.model.normalizer import RunningNorm
 from ding_lite.policy.base import POLICY_REGISTRY, Policy
-from ding_lite.rl_utils import (
-    entropy_loss,
-    explained_variance,
-    get_adv_estimator,
-    ppo_policy_loss,
-    ppo_value_loss,
-)
+from ding_lite.policy.ppo_update import LossTerms, loss_terms, mean_terms, minibatches
+from ding_lite.rl_utils import explained_variance, get_adv_estimator
 from ding_lite.utils.distributed import all_mean_, average_gradients, broadcast_, world
 from ding_lite.utils.errors import CheckpointError, ConfigError
 
@@ -137,10 +132,7 @@ class PPOPolicy(Policy):
         lr = self._learning_rate()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        b_obs, b_actions = data["obs"], data["action"]
-        b_logprobs, b_values = data["logp"], data["value"]
-        b_advantages, b_returns = data["adv"], data["ret"]
-        batch_size = b_obs.shape[0]
+        batch_size = data["obs"].shape[0]
         mb_size = min(learn.batch_size, batch_size)
         rank, ranks = world()
         if mb_size % ranks:
@@ -148,64 +140,43 @@ class PPOPolicy(Policy):
                 f"policy.learn.batch_size: a minibatch of {mb_size} does not split into "
                 f"{ranks} equal parts (one per learner rank)"
             )
-        part = mb_size // ranks
         value_only = self._iter < learn.value_warmup_iters
         kl_coef = self._kl_coef
-        sums = dict(pg_loss=0.0, v_loss=0.0, entropy=0.0, approx_kl=0.0, clipfrac=0.0, kl=0.0)
+        ref_model = self._ref_model if kl_coef > 0 else None
+        kept: list[LossTerms] = []
         grad_norms: list[torch.Tensor] = []
-        n_minibatches = 0
         n_backward = 0
-        stats: list[torch.Tensor] = []
         self.model.train()
         for _epoch in range(learn.n_epochs):
-            b_inds = broadcast_(torch.randperm(batch_size, device=self.device))
-            for start in range(0, batch_size - mb_size + 1, mb_size):
-                mb_inds = b_inds[start : start + mb_size]
-                mb_advantages = b_advantages[mb_inds]
-                if self._adv_estimator.normalize:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (
-                        mb_advantages.std() + 1e-8
-                    )
-                if ranks > 1:  # this rank's part of the minibatch
-                    mb_inds = mb_inds[rank * part : (rank + 1) * part]
-                    mb_advantages = mb_advantages[rank * part : (rank + 1) * part]
-                dist, newvalue = self.model(b_obs[mb_inds])
-                newlogprob = dist.log_prob(b_actions[mb_inds])
-                pg = ppo_policy_loss(
-                    newlogprob, b_logprobs[mb_inds], mb_advantages, learn.clip_ratio
+            order = broadcast_(torch.randperm(batch_size, device=self.device))
+            for mb in minibatches(
+                data,
+                order,
+                mb_size,
+                normalize=self._adv_estimator.normalize,
+                rank=rank,
+                ranks=ranks,
+            ):
+                terms = loss_terms(
+                    self.model,
+                    mb,
+                    clip_ratio=learn.clip_ratio,
+                    value_clip=learn.value_clip,
+                    ref_model=ref_model,
                 )
-                v_loss = ppo_value_loss(
-                    newvalue,
-                    b_values[mb_inds],
-                    b_returns[mb_inds],
-                    learn.clip_ratio if learn.value_clip else None,
-                )
-                ent = entropy_loss(dist.entropy())
                 if value_only:
-                    loss = learn.value_weight * v_loss
+                    loss = learn.value_weight * terms.v_loss
                 else:
-                    loss = pg.pg_loss - learn.entropy_weight * ent + learn.value_weight * v_loss
-                kl = torch.zeros((), device=self.device)
-                if self._ref_model is not None and kl_coef > 0:
-                    with torch.no_grad():
-                        ref_dist = self._ref_model.get_dist(b_obs[mb_inds])
-                    kl = dist.kl(ref_dist).mean()
-                    loss = loss + kl_coef * kl
+                    loss = (
+                        terms.pg_loss
+                        - learn.entropy_weight * terms.entropy
+                        + learn.value_weight * terms.v_loss
+                    )
+                if ref_model is not None:
+                    loss = loss + kl_coef * terms.kl_ref
                 (loss / learn.grad_accum_steps).backward()
                 n_backward += 1
-                stats.append(
-                    torch.stack(
-                        [
-                            pg.pg_loss.detach(),
-                            v_loss.detach(),
-                            ent.detach(),
-                            pg.approx_kl,
-                            pg.clipfrac,
-                            kl.detach(),
-                        ]
-                    )
-                )
-                n_minibatches += 1
+                kept.append(terms.detach())
                 if n_backward % learn.grad_accum_steps == 0:
                     grad_norms.append(self._optimizer_step())
             if n_backward % learn.grad_accum_steps:
@@ -213,13 +184,11 @@ class PPOPolicy(Policy):
                 n_backward = 0
             if (
                 learn.target_kl is not None
-                and stats
-                and all_mean_(stats[-1][3].clone()).item() > learn.target_kl
+                and kept
+                and all_mean_(kept[-1].approx_kl.clone()).item() > learn.target_kl
             ):
                 break
-        means = all_mean_(torch.stack(stats).mean(0)).tolist() if stats else [math.nan] * 6
-        for key, value in zip(sums, means, strict=True):
-            sums[key] = value
+        means = mean_terms(kept)
         self._iter += 1
         self._kl_coef *= learn.kl_coef_decay
         if (
@@ -230,17 +199,17 @@ class PPOPolicy(Policy):
             self._ref_model.load_state_dict(self.model.state_dict())
         norms = torch.stack(grad_norms) if grad_norms else torch.zeros(1)
         return {
-            "policy_loss": sums["pg_loss"],
-            "value_loss": sums["v_loss"],
-            "entropy": sums["entropy"],
-            "approx_kl": sums["approx_kl"],
-            "clipfrac": sums["clipfrac"],
-            "kl_ref": sums["kl"],
+            "policy_loss": means["pg_loss"],
+            "value_loss": means["v_loss"],
+            "entropy": means["entropy"],
+            "approx_kl": means["approx_kl"],
+            "clipfrac": means["clipfrac"],
+            "kl_ref": means["kl_ref"],
             "kl_coef": kl_coef,
-            "explained_variance": explained_variance(b_values, b_returns),
+            "explained_variance": explained_variance(data["value"], data["ret"]),
             "grad_norm": float(norms[torch.isfinite(norms)].mean()) if len(norms) else 0.0,
             "learning_rate": lr,
-            "minibatches": float(n_minibatches),
+            "minibatches": float(len(kept)),
             "skipped_steps": float(self.skipped_steps),
             # 1.0 once max_skipped_steps steps in a row were skipped: the learner stops.
             "diverged": float(self.skipped_in_a_row >= self.cfg.learn.get("max_skipped_steps", 50)),

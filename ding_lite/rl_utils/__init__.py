@@ -1,9 +1,9 @@
 """Pure tensor functions for RL maths: GAE, PPO losses, the advantage-estimator registry."""
 
 from .adv_estimator import (
+    ADV_ESTIMATOR_REGISTRY,
     AdvEstimator,
     AdvFn,
-    UnknownAdvEstimatorError,
     get_adv_estimator,
     list_adv_estimators,
     register_adv_estimator,
@@ -13,21 +13,23 @@ from .ppo import (
     PolicyLoss,
     entropy_loss,
     explained_variance,
+    normalize_advantages,
     ppo_policy_loss,
     ppo_value_loss,
 )
 
 __all__ = [
+    "ADV_ESTIMATOR_REGISTRY",
     "AdvEstimator",
     "AdvFn",
     "PolicyLoss",
-    "UnknownAdvEstimatorError",
     "entropy_loss",
     "explained_variance",
     "gae",
     "gae_with_returns",
     "get_adv_estimator",
     "list_adv_estimators",
+    "normalize_advantages",
     "ppo_policy_loss",
     "ppo_value_loss",
     "register_adv_estimator",

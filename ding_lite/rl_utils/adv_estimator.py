@@ -9,21 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from torch import Tensor
+
+from ding_lite.utils.registry import Registry
 
 from .gae import gae_with_returns
 
 AdvFn = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, float, float], tuple[Tensor, Tensor]]
 """``fn(rewards, values, next_values, terminated, dones, gamma, lam) -> (adv, returns)``."""
-
-
-class UnknownAdvEstimatorError(KeyError, ValueError):
-    """Raised for an unregistered estimator name; catchable as KeyError or ValueError."""
-
-    def __str__(self) -> str:
-        # KeyError.__str__ would print the message with quotes around it.
-        return str(self.args[0]) if self.args else ""
 
 
 @dataclass(frozen=True)
@@ -42,40 +37,50 @@ class AdvEstimator:
     normalize: bool
 
 
-_REGISTRY: dict[str, AdvEstimator] = {}
+ADV_ESTIMATOR_REGISTRY: Registry[AdvEstimator] = Registry("advantage estimator")
 
 
 def register_adv_estimator(
-    name: str, fn: AdvFn, normalize: bool, *, force: bool = False
-) -> AdvEstimator:
-    """Registers an advantage estimator under ``name``.
+    name: str, fn: AdvFn | None = None, normalize: bool = True, *, force: bool = False
+) -> Any:
+    """Registers an advantage estimator under ``name``; without ``fn``, a decorator.
+
+    Either ``register_adv_estimator("td0", td0, normalize=False)`` or::
+
+        @register_adv_estimator("td0", normalize=False)
+        def td0(rewards, values, next_values, terminated, dones, gamma, lam): ...
 
     Args:
-        name: Name used in configs; a non-empty string.
-        fn: The estimator; see :data:`AdvFn`.
+        name: Name used in configs (``policy.learn.adv_estimator``); a non-empty string.
+        fn: The estimator; see :data:`AdvFn`. Omitted, the call returns a decorator.
         normalize: Whether the PPO update normalizes this estimator's advantages per
             minibatch.
         force: Replace an estimator already registered under ``name`` instead of raising.
 
     Returns:
-        The registered :class:`AdvEstimator`.
+        The registered :class:`AdvEstimator`; the decorator form returns the decorated
+        function itself, so it stays callable as written.
 
     Raises:
-        ValueError: If ``name`` is taken and ``force`` is False, ``name`` is empty, or
-            ``fn`` is not callable.
+        RegistryError: If ``name`` is taken and ``force`` is False, or ``name`` is empty
+            (a ``KeyError`` and a ``ValueError``, as every ding_lite registry raises).
+        TypeError: If ``fn`` is not callable.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"advantage estimator name must be a non-empty string; got {name!r}")
-    if not callable(fn):
-        raise ValueError(f"advantage estimator {name!r}: fn must be callable; got {fn!r}")
-    if name in _REGISTRY and not force:
-        raise ValueError(
-            f"advantage estimator {name!r} is already registered; pick another name or "
-            "pass force=True to replace it"
-        )
-    estimator = AdvEstimator(name=name, fn=fn, normalize=bool(normalize))
-    _REGISTRY[name] = estimator
-    return estimator
+
+    def add(fn: AdvFn) -> AdvEstimator:
+        if not callable(fn):
+            raise TypeError(f"advantage estimator {name!r}: fn must be callable; got {fn!r}")
+        estimator = AdvEstimator(name=name, fn=fn, normalize=bool(normalize))
+        return ADV_ESTIMATOR_REGISTRY.register(name, estimator, force=force)
+
+    if fn is None:
+
+        def decorator(fn: AdvFn) -> AdvFn:
+            add(fn)
+            return fn
+
+        return decorator
+    return add(fn)
 
 
 def get_adv_estimator(name: str) -> AdvEstimator:
@@ -88,20 +93,15 @@ def get_adv_estimator(name: str) -> AdvEstimator:
         The :class:`AdvEstimator`.
 
     Raises:
-        UnknownAdvEstimatorError: (a KeyError and a ValueError) if ``name`` is unknown; the
-            message lists the known names.
+        RegistryError: (a KeyError and a ValueError) if ``name`` is unknown; the message
+            suggests the closest name and lists the known ones.
     """
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownAdvEstimatorError(
-            f"unknown advantage estimator {name!r}; known: {', '.join(list_adv_estimators())}"
-        ) from None
+    return ADV_ESTIMATOR_REGISTRY.get(name)
 
 
 def list_adv_estimators() -> list[str]:
-    """Returns the registered names, sorted."""
-    return sorted(_REGISTRY)
+    """Returns the registered names, the bundled ones first."""
+    return ADV_ESTIMATOR_REGISTRY.names()
 
 
 register_adv_estimator("gae", gae_with_returns, normalize=True)

@@ -55,6 +55,21 @@ def ppo_policy_loss(logp: Tensor, logp_old: Tensor, adv: Tensor, clip_ratio: flo
     return PolicyLoss(pg_loss, approx_kl, clipfrac)
 
 
+def normalize_advantages(adv: Tensor, eps: float = 1e-8) -> Tensor:
+    """Standardizes advantages: ``(adv - mean) / (std + eps)``, std with Bessel's correction.
+
+    The PPO update applies it per minibatch when the advantage estimator asks for it.
+
+    Args:
+        adv: Advantages, shape [N] with N > 1.
+        eps: Added to the standard deviation so a constant ``adv`` gives zeros, not NaN.
+
+    Returns:
+        The normalized advantages, shape [N].
+    """
+    return (adv - adv.mean()) / (adv.std() + eps)
+
+
 def ppo_value_loss(
     values: Tensor, values_old: Tensor, returns: Tensor, clip_ratio: float | None
 ) -> Tensor:

@@ -8,6 +8,7 @@ import torch
 from ding_lite.rl_utils import (
     entropy_loss,
     explained_variance,
+    normalize_advantages,
     ppo_policy_loss,
     ppo_value_loss,
 )
@@ -82,3 +83,47 @@ def test_explained_variance():
     assert explained_variance(torch.full_like(y, y.mean().item()), y) == pytest.approx(0.0)
     assert math.isnan(explained_variance(y, t(3.0, 3.0, 3.0)))
     assert isinstance(explained_variance(y, y), float)
+
+
+def _random(n=37, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(n, generator=g, dtype=torch.float64) for _ in range(4)]
+
+
+def test_policy_and_value_losses_match_a_plain_loop():
+    logp, logp_old, adv, values = _random()
+    values_old, returns = values + 0.3 * logp, values - adv
+    clip = 0.2
+    pg, kl, clipped, v_plain, v_clip = 0.0, 0.0, 0, 0.0, 0.0
+    for i in range(len(adv)):
+        ratio = math.exp(logp[i].item() - logp_old[i].item())
+        a = adv[i].item()
+        pg += max(-a * ratio, -a * min(max(ratio, 1 - clip), 1 + clip))
+        kl += (ratio - 1) - math.log(ratio)
+        clipped += abs(ratio - 1) > clip
+        v, v_old, ret = values[i].item(), values_old[i].item(), returns[i].item()
+        v_plain += (v - ret) ** 2
+        v_c = v_old + min(max(v - v_old, -clip), clip)
+        v_clip += max((v - ret) ** 2, (v_c - ret) ** 2)
+    n = len(adv)
+    out = ppo_policy_loss(logp, logp_old, adv, clip)
+    assert out.pg_loss.item() == pytest.approx(pg / n, rel=1e-12)
+    assert out.approx_kl.item() == pytest.approx(kl / n, rel=1e-12)
+    assert out.clipfrac.item() == pytest.approx(clipped / n)
+    assert ppo_value_loss(values, values_old, returns, None).item() == pytest.approx(
+        0.5 * v_plain / n, rel=1e-12
+    )
+    assert ppo_value_loss(values, values_old, returns, clip).item() == pytest.approx(
+        0.5 * v_clip / n, rel=1e-12
+    )
+
+
+def test_normalize_advantages_matches_a_plain_loop():
+    adv = _random(n=11)[0] * 4 + 3
+    values = adv.tolist()
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((x - mean) ** 2 for x in values) / (len(values) - 1))  # Bessel
+    expected = torch.tensor([(x - mean) / (std + 1e-8) for x in values], dtype=torch.float64)
+    torch.testing.assert_close(normalize_advantages(adv), expected, rtol=1e-12, atol=1e-12)
+    # A constant minibatch gives zeros, not NaN.
+    assert torch.equal(normalize_advantages(torch.full((5,), 2.0)), torch.zeros(5))

@@ -1,0 +1,171 @@
+"""The pieces of one PPO update: minibatches, their loss terms by name, and the means.
+
+:class:`~ding_lite.policy.ppo.PPOPolicy` runs the epochs; this module says what one
+minibatch is (:func:`minibatches`), what it costs (:func:`loss_terms`) and how the logged
+means are formed (:func:`mean_terms`). The maths itself lives in ``ding_lite.rl_utils``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from ding_lite.rl_utils import (
+    entropy_loss,
+    normalize_advantages,
+    ppo_policy_loss,
+    ppo_value_loss,
+)
+from ding_lite.utils.distributed import all_mean_
+
+
+class Minibatch(NamedTuple):
+    """The samples of one gradient step (on this rank), each tensor with N rows.
+
+    Attributes:
+        obs: Observations, [N, *obs_shape].
+        action: Actions taken, [N, *action_shape].
+        logp: Their log-probabilities under the behaviour policy, [N].
+        value: Values predicted at collection time, [N].
+        ret: Value targets, [N].
+        adv: Advantages, normalized over the whole minibatch if the estimator asks, [N].
+    """
+
+    obs: Tensor
+    action: Tensor
+    logp: Tensor
+    value: Tensor
+    ret: Tensor
+    adv: Tensor
+
+
+class LossTerms(NamedTuple):
+    """One minibatch's loss terms (0-dim tensors) and statistics, by name.
+
+    The update minimizes ``pg_loss - entropy_weight * entropy + value_weight * v_loss +
+    kl_coef * kl_ref`` (only ``value_weight * v_loss`` during value warm-up).
+
+    Attributes:
+        pg_loss: Clipped surrogate policy loss, with gradient.
+        v_loss: Critic loss, ``0.5 * MSE`` (clipped with ``value_clip``), with gradient.
+        entropy: Mean entropy of the action distribution, with gradient (a bonus).
+        approx_kl: Estimate of KL(behaviour || current), detached; steers ``target_kl``.
+        clipfrac: Fraction of samples whose ratio left the clip range, detached.
+        kl_ref: Mean KL(current || reference policy), with gradient; 0 without a reference.
+    """
+
+    pg_loss: Tensor
+    v_loss: Tensor
+    entropy: Tensor
+    approx_kl: Tensor
+    clipfrac: Tensor
+    kl_ref: Tensor
+
+    def detach(self) -> LossTerms:
+        """The same terms without their graphs, to keep for the logged means."""
+        return LossTerms._make(term.detach() for term in self)
+
+
+def minibatches(
+    data: dict[str, Tensor],
+    order: Tensor,
+    mb_size: int,
+    *,
+    normalize: bool,
+    rank: int = 0,
+    ranks: int = 1,
+) -> Iterator[Minibatch]:
+    """Cuts one epoch of a batch into minibatches, and each into this rank's part.
+
+    Each minibatch takes the next ``mb_size`` indices of ``order``; a last partial one is
+    dropped. Advantages are normalized over the whole minibatch (which every rank holds),
+    then rank ``r`` of ``ranks`` keeps the r-th of ``ranks`` contiguous parts.
+
+    Args:
+        data: The batch: ``obs``, ``action``, ``logp``, ``value``, ``adv``, ``ret``, each
+            with B rows.
+        order: A permutation of ``range(B)``, the same on every rank.
+        mb_size: Samples per minibatch, a multiple of ``ranks``.
+        normalize: Normalize advantages per minibatch (:func:`normalize_advantages`).
+        rank: This process's rank in the data-parallel group.
+        ranks: The group's size.
+
+    Yields:
+        :class:`Minibatch` of ``mb_size // ranks`` samples each.
+    """
+    part = mb_size // ranks
+    for start in range(0, order.shape[0] - mb_size + 1, mb_size):
+        mb_inds = order[start : start + mb_size]
+        mb_adv = data["adv"][mb_inds]
+        if normalize:
+            mb_adv = normalize_advantages(mb_adv)
+        if ranks > 1:
+            mb_inds = mb_inds[rank * part : (rank + 1) * part]
+            mb_adv = mb_adv[rank * part : (rank + 1) * part]
+        yield Minibatch(
+            obs=data["obs"][mb_inds],
+            action=data["action"][mb_inds],
+            logp=data["logp"][mb_inds],
+            value=data["value"][mb_inds],
+            ret=data["ret"][mb_inds],
+            adv=mb_adv,
+        )
+
+
+def loss_terms(
+    model: nn.Module,
+    mb: Minibatch,
+    *,
+    clip_ratio: float,
+    value_clip: bool,
+    ref_model: nn.Module | None = None,
+) -> LossTerms:
+    """Computes a minibatch's PPO loss terms with the current model.
+
+    Args:
+        model: The actor-critic; ``model(obs)`` returns ``(dist, value)``.
+        mb: The minibatch.
+        clip_ratio: The ratio's clip range; also the value's with ``value_clip``.
+        value_clip: Clip the value loss around the values predicted at collection time.
+        ref_model: The reference policy of the KL penalty (its ``get_dist``), or None for
+            ``kl_ref = 0``.
+
+    Returns:
+        The :class:`LossTerms`.
+    """
+    dist, newvalue = model(mb.obs)
+    pg = ppo_policy_loss(dist.log_prob(mb.action), mb.logp, mb.adv, clip_ratio)
+    v_loss = ppo_value_loss(newvalue, mb.value, mb.ret, clip_ratio if value_clip else None)
+    kl_ref = torch.zeros((), device=newvalue.device)
+    if ref_model is not None:
+        with torch.no_grad():
+            ref_dist = ref_model.get_dist(mb.obs)
+        kl_ref = dist.kl(ref_dist).mean()
+    return LossTerms(
+        pg_loss=pg.pg_loss,
+        v_loss=v_loss,
+        entropy=entropy_loss(dist.entropy()),
+        approx_kl=pg.approx_kl,
+        clipfrac=pg.clipfrac,
+        kl_ref=kl_ref,
+    )
+
+
+def mean_terms(kept: list[LossTerms]) -> dict[str, float]:
+    """Averages each term over the minibatches and then over the data-parallel ranks.
+
+    Args:
+        kept: The detached terms of every minibatch of the update.
+
+    Returns:
+        ``{field of LossTerms: mean}``; NaN for every field when ``kept`` is empty.
+    """
+    if not kept:
+        return dict.fromkeys(LossTerms._fields, math.nan)
+    # One [minibatches, terms] table, so one all-reduce carries every mean.
+    table = torch.stack([torch.stack(terms) for terms in kept])
+    return dict(zip(LossTerms._fields, all_mean_(table.mean(0)).tolist(), strict=True))

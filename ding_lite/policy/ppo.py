@@ -120,6 +120,10 @@ class PPOPolicy(Policy):
     def _update(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
         """The epochs of minibatch steps on one batch.
 
+        Each minibatch's :class:`~ding_lite.policy.ppo_update.LossTerms` are weighted and
+        summed here; their means (by name) are the returned ``policy_loss``, ``value_loss``,
+        ``entropy``, ``approx_kl``, ``clipfrac`` and ``kl_ref``.
+
         Data-parallel (N ranks in a torch.distributed group, each holding the whole batch):
         every rank takes rank 0's minibatch order, and of each minibatch of m samples rank r
         computes on the r-th of N contiguous parts of m / N. The gradients are averaged over

@@ -7,7 +7,7 @@ from docs_helpers import TINY
 
 from ding_lite import serial_pipeline
 from ding_lite.rl_utils import gae_with_returns, get_adv_estimator
-from ding_lite.rl_utils.adv_estimator import _REGISTRY as ADV_REGISTRY
+from ding_lite.rl_utils.adv_estimator import ADV_ESTIMATOR_REGISTRY
 
 
 def test_load_weights_example(tmp_path, monkeypatch, docs_code):
@@ -39,4 +39,5 @@ def test_adv_estimator_example(docs_code):
         )
         assert torch.allclose(adv, ref_adv) and torch.allclose(ret, ref_ret)
     finally:
-        ADV_REGISTRY.pop("monte_carlo", None)
+        if "monte_carlo" in ADV_ESTIMATOR_REGISTRY.names():
+            ADV_ESTIMATOR_REGISTRY.unregister("monte_carlo")

@@ -31,6 +31,7 @@ def test_gymnasium_predict_example(tmp_path, monkeypatch, docs_code, capsys):
     pytest.importorskip("gymnasium", reason="the gym extra is not installed")
     monkeypatch.chdir(tmp_path)
     serial_pipeline("gym_ppo", seed=0, overrides=TINY, max_train_iter=2)
+    capsys.readouterr()  # the run's summary: only the example's output is checked below
     namespace = {"__name__": "docs_predict_gym_example"}
     exec(docs_code("gymnasium.rst", "predict-gym"), namespace)
     assert namespace["episode_return"] >= 8  # an episode ran to its end through predict

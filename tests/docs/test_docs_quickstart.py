@@ -11,6 +11,7 @@ from docs_helpers import DOCS, TINY
 
 from ding_lite import serial_pipeline
 from ding_lite.config import compile_config
+from ding_lite.envs import create_env
 from ding_lite.utils.errors import ConfigError
 
 QUICKSTART = DOCS / "quickstart.rst"
@@ -49,3 +50,16 @@ def test_config_error_messages_are_the_code_s():
         with pytest.raises(ConfigError) as err:
             compile_config("cartpole_ppo", [override])
         assert str(err.value) == message
+
+
+def test_unknown_name_messages_are_the_code_s():
+    """The ``unknown experiment`` and ``unknown env`` lines, reproduced."""
+    text = QUICKSTART.read_text(encoding="utf-8")
+    (experiment,) = re.findall(r"^    ding-lite: error: (unknown experiment .*)$", text, flags=re.M)
+    (env,) = re.findall(r"^    ding-lite: error: (unknown env .*)$", text, flags=re.M)
+    with pytest.raises(ConfigError) as err:
+        compile_config("cartpol")
+    assert str(err.value) == experiment
+    with pytest.raises(ConfigError) as err:
+        create_env("cartpol", 1)
+    assert str(err.value) == env

@@ -25,6 +25,7 @@ from ding_lite.config.defaults import (
     MULTI_TYPE_KEYS,
     NULLABLE_TYPES,
 )
+from ding_lite.config.foreign_names import foreign_hint
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.registry import suggest
 
@@ -143,6 +144,8 @@ def _unknown_key(dotted: str) -> ConfigError:
     same_leaf = [k for k in leaves if k.rsplit(".", 1)[-1] == leaf]
     if same_leaf:
         hint = f" (did you mean '{same_leaf[0]}'?)"
+    elif foreign := foreign_hint(dotted):  # another library's name: what it means here
+        hint = foreign
     else:
         hint = suggest(dotted, leaves)
         if not hint:

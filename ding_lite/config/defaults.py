@@ -187,7 +187,7 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # group counts as lost and is restarted.
         dist_timeout=60.0,
         # What starts the workers: "local" (child processes of this machine) or "ray" (Ray
-        # actors; pip install 'ding-lite[ray]').
+        # actors; pip install ray, or in a ding_lite checkout pip install -e '.[ray]').
         launcher="local",
         # The Ray cluster to join ("": start a local Ray instance for the run).
         ray_address="",

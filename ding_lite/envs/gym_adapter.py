@@ -12,6 +12,7 @@ such an env is built.
 from __future__ import annotations
 
 import difflib
+import importlib
 import re
 import warnings
 from collections.abc import Callable
@@ -39,9 +40,35 @@ def import_gymnasium() -> ModuleType:
         import gymnasium
     except ImportError as err:
         raise ImportError(
-            "gymnasium is required for gym:<id> envs; pip install 'ding-lite[gym]'"
+            "gymnasium is required for gym:<id> envs: pip install gymnasium (in a ding_lite "
+            "checkout: pip install -e '.[gym]')"
         ) from err
     return gymnasium
+
+
+def registered_id(gym: ModuleType, env_id: str) -> str:
+    """The gymnasium id ``env_id`` names, after importing the module of a ``"module:Id"``
+    (gymnasium's form: importing the module registers the id).
+
+    Raises:
+        ValueError: the module cannot be imported, or the id is not registered (with the
+            closest registered ids).
+    """
+    module, sep, name = env_id.rpartition(":")
+    if sep:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise ValueError(
+                f"gym:{env_id}: cannot import module '{module}' ({err}); it must be importable "
+                f"(on PYTHONPATH or installed) and register '{name}' with gymnasium.register"
+            ) from None
+    if name not in gym.registry:
+        close = difflib.get_close_matches(name, list(gym.registry), n=3)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        where = f" (module '{module}' was imported but did not register it)" if sep else ""
+        raise ValueError(f"unknown gymnasium env '{name}'{where}{hint}")
+    return name
 
 
 class GymVectorEnv(TensorVectorEnv):
@@ -73,7 +100,8 @@ class GymVectorEnv(TensorVectorEnv):
         """Builds the gymnasium vector env.
 
         Args:
-            env_id: A registered gymnasium id, e.g. ``"CartPole-v1"``.
+            env_id: A registered gymnasium id, e.g. ``"CartPole-v1"``, or gymnasium's
+                ``"module:Id"`` form: ``module`` is imported first (it registers ``Id``).
             num_envs: Number of copies ``N``.
             device: Device of the returned tensors.
             seed: Seed of the first :meth:`reset` called without one.
@@ -86,14 +114,13 @@ class GymVectorEnv(TensorVectorEnv):
         Raises:
             ImportError: gymnasium, or a dependency of this env (e.g. Box2D), is not
                 installed; the message says what to pip install.
-            ValueError: Unknown id or vector mode, or a space this adapter cannot translate.
+            ValueError: Unknown id, module or vector mode, or a space this adapter cannot
+                translate.
             TypeError: An option the gymnasium env does not accept.
         """
         gym = import_gymnasium()
-        if env_id not in gym.registry:
-            close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            raise ValueError(f"unknown gymnasium env '{env_id}'{hint}")
+        name = env_id
+        env_id = registered_id(gym, env_id)
         if vector_mode not in VECTOR_MODES:
             known = ", ".join(repr(m) for m in VECTOR_MODES)
             raise ValueError(f"unknown vector_mode {vector_mode!r}; known: {known}")
@@ -135,7 +162,7 @@ class GymVectorEnv(TensorVectorEnv):
             device=device,
             seed=seed,
         )
-        self.name = f"gym:{env_id}"
+        self.name = f"gym:{name}"
         self.vector_mode = vector_mode
         self._env = env
         self._obs_space = obs_space

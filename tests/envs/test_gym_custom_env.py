@@ -1,0 +1,171 @@
+"""A user's own gymnasium.Env: ``env.name=gym:module:Id`` (gymnasium's form), an id registered
+from Python, and the "Your own gymnasium.Env" section of docs/gymnasium.rst run as printed."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import ding_lite
+from ding_lite import serial_pipeline
+from ding_lite.config import compile_config
+from ding_lite.envs import create_env
+from ding_lite.utils.errors import ConfigError
+
+HERE = Path(__file__).resolve().parent
+PAGE = HERE.parents[1] / "docs" / "gymnasium.rst"
+# A few iterations of 32 samples: enough to show the run completes and writes its result.
+TINY = [
+    "env.num_envs=2",
+    "policy.collect.n_steps=16",
+    "policy.learn.batch_size=32",
+    "policy.learn.n_epochs=1",
+    "evaluator.n_episodes=2",
+    "evaluator.eval_freq=1",
+    "evaluator.min_train_return=none",
+    "evaluator.stop_value=none",
+]
+CORRIDOR = "gym:gym_corridor:Corridor-v0"
+
+
+@pytest.fixture
+def helper_on_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+
+
+def _region(name: str) -> str:
+    text = PAGE.read_text(encoding="utf-8")
+    found = re.search(rf"^\.\. begin {name}\n(.*?)^\.\. end {name}$", text, re.S | re.M)
+    assert found, f"docs/gymnasium.rst has no region {name}"
+    lines = [line[4:] for line in found.group(1).splitlines() if line.startswith("    ")]
+    return "\n".join(lines) + "\n"
+
+
+def _env_with_path(*folders: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, folders), env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_module_colon_id_imports_the_module_and_builds_the_env(helper_on_path):
+    env = create_env(CORRIDOR, 3, seed=1)
+    try:
+        obs, _ = env.reset()
+        assert obs.shape == (3, 1) and env.name == CORRIDOR
+    finally:
+        env.close()
+
+
+def test_a_module_that_cannot_be_imported_is_one_line_naming_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the run would claim ./gym_ppo
+    with pytest.raises(ValueError) as err:
+        create_env("gym:no_such_module_dl:Corridor-v0", 1)
+    text = str(err.value)
+    assert "cannot import module 'no_such_module_dl'" in text and "\n" not in text
+    cfg = compile_config("gym_ppo", ["env.name=gym:no_such_module_dl:Corridor-v0"])
+    with pytest.raises(ConfigError, match="cannot import module 'no_such_module_dl'"):
+        serial_pipeline(cfg)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_module_that_registers_another_id_says_so(helper_on_path):
+    with pytest.raises(ValueError) as err:
+        create_env("gym:gym_corridor:Coridor-v0", 1)
+    assert str(err.value) == (
+        "unknown gymnasium env 'Coridor-v0' (module 'gym_corridor' was imported but did not "
+        "register it); did you mean 'Corridor-v0'?"
+    )
+
+
+@pytest.mark.slow
+def test_serial_pipeline_trains_a_module_colon_id_env(helper_on_path, tmp_path):
+    run = serial_pipeline(
+        "gym_ppo",
+        overrides=[f"env.name={CORRIDOR}", *TINY],
+        exp_dir=str(tmp_path / "run"),
+        max_env_step=96,
+    )
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["env"] == CORRIDOR and result["envstep"] >= 96
+    assert run.result["train_iter"] == result["train_iter"] >= 3
+
+
+@pytest.mark.slow
+def test_an_env_class_registered_from_python_trains(tmp_path):
+    sys.path.insert(0, str(HERE))
+    try:
+        from gym_corridor import Corridor
+    finally:
+        sys.path.remove(str(HERE))
+    gym.register(id="CorridorFromPython-v0", entry_point=Corridor)
+    try:
+        serial_pipeline(
+            "gym_ppo",
+            overrides=["env.name=gym:CorridorFromPython-v0", *TINY],
+            exp_dir=str(tmp_path / "run"),
+            max_env_step=64,
+        )
+    finally:
+        del gym.registry["CorridorFromPython-v0"]
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["envstep"] >= 64
+
+
+@pytest.mark.slow
+def test_the_cli_trains_a_module_colon_id_env(tmp_path):
+    cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", "gym_ppo", f"env.name={CORRIDOR}"]
+    cmd += [*TINY, "max_env_step=64", "--exp-dir", "run", "-q"]
+    done = subprocess.run(
+        cmd, cwd=tmp_path, env=_env_with_path(HERE), capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["env"] == CORRIDOR
+
+
+@pytest.mark.slow
+def test_the_documented_example_runs_as_printed(tmp_path, monkeypatch):
+    """The page's my_envs.py, its command (with a tiny budget added) and its Python snippet."""
+    (tmp_path / "my_envs.py").write_text(_region("custom-gym-env"), encoding="utf-8")
+    command = " ".join(_region("custom-gym-command").replace("\\\n", " ").split())
+    assert command.startswith("PYTHONPATH=. ding-lite serial -c gym_ppo ")
+    args = command.split()[3:]  # after "PYTHONPATH=. ding-lite serial"
+    cmd = [sys.executable, "-m", "ding_lite", "serial", *args, *TINY[:5], "max_env_step=64"]
+    done = subprocess.run(
+        [*cmd, "--exp-dir", "cli_run", "-q"],
+        cwd=tmp_path,
+        env=_env_with_path(Path(".")),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "cli_run" / "result.json").is_file()
+
+    # The Python snippet, with the same small budget and its run dir in tmp_path.
+    real = ding_lite.serial_pipeline
+
+    def small(cfg, **options):
+        options["overrides"] = [*options.get("overrides", ()), *TINY[:5]]
+        return real(cfg, **options, max_env_step=64, exp_dir=str(tmp_path / "py_run"))
+
+    monkeypatch.setattr(ding_lite, "serial_pipeline", small)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        exec(compile(_region("custom-gym-python"), "gymnasium.rst", "exec"), {})
+    finally:
+        gym.registry.pop("MyCoinFlip-v0", None)
+        gym.registry.pop("CoinFlip-v0", None)
+        sys.modules.pop("my_envs", None)
+    assert json.loads((tmp_path / "py_run" / "result.json").read_text())["envstep"] >= 64
+
+
+def test_the_documented_error_is_the_one_printed(monkeypatch):
+    text = PAGE.read_text(encoding="utf-8")
+    printed = re.search(r"^    ding-lite: error: (gym:my_envz:.*)$", text, re.M).group(1)
+    with pytest.raises(ValueError) as err:
+        create_env("gym:my_envz:CoinFlip-v0", 1)
+    assert str(err.value) == printed

@@ -40,7 +40,7 @@ class CollectorPool:
 
     Args:
         coordinator: the :class:`~ding_lite.coordinator.Coordinator` (transport, config,
-            status, rollout queue and supervisor are its).
+            status, rollout ledger and supervisor are its).
     """
 
     def __init__(self, coordinator: Any) -> None:
@@ -172,7 +172,7 @@ class CollectorPool:
             stop_value=ev.stop_value,
             may_evaluate=cid == self.evaluator,
         )
-        c.queue.offer_all(checked["paths"])
+        c.rollouts.offer_all(checked["paths"])
         if checked["envstep"] is not None:
             self.envsteps[cid] = checked["envstep"]
         c.status.episode_returns.extend(checked["episode_returns"])

@@ -25,7 +25,7 @@ from ding_lite.coordinator.checks import (
     check_learner_state,
 )
 from ding_lite.coordinator.collectors import CollectorPool
-from ding_lite.coordinator.ledger import RolloutQueue
+from ding_lite.coordinator.ledger import RolloutLedger
 from ding_lite.coordinator.status import RunStatus
 from ding_lite.coordinator.watchdog import Watchdog
 from ding_lite.utils import stop
@@ -92,7 +92,7 @@ class Coordinator:
         run_dir = Path(cfg.exp_dir or cfg.exp_name)
         self.path_data = Path(cfg.system.path_data or run_dir / "data")
         self.path_policy = Path(cfg.system.path_policy or run_dir / "policy")
-        self.queue = RolloutQueue(self.path_data, on_reject=self._rejected_path)
+        self.rollouts = RolloutLedger(self.path_data, on_reject=self._rejected_path)
         self.collectors = CollectorPool(self)
         self.watchdog = Watchdog(cfg.system.stall_timeout)
         self.learner: str | None = None
@@ -133,7 +133,7 @@ class Coordinator:
             if self.status.solved:
                 self.stop_run(stop.SOLVED)
                 break
-            if self.queue.samples >= self._demand() and self.learner is not None:
+            if self.rollouts.samples >= self._demand() and self.learner is not None:
                 self._learn()
                 if self.on_status is not None:
                     self.on_status(self.status)
@@ -177,9 +177,9 @@ class Coordinator:
     def _waiting_on(self) -> str:
         if self.learner is None:
             return "a learner to register"
-        if self.queue.samples < self._demand():
+        if self.rollouts.samples < self._demand():
             who = ", ".join(self.collectors.running()) or "no running collector"
-            return f"rollouts from {who} ({self.queue.samples}/{self._demand()} samples)"
+            return f"rollouts from {who} ({self.rollouts.samples}/{self._demand()} samples)"
         return f"learner {self.learner}"
 
     # --- the learner ---------------------------------------------------------------------
@@ -243,7 +243,7 @@ class Coordinator:
     def _recover_learner(self, reason: str) -> None:
         """The learner is gone or broken: restart it from its checkpoint, or end the run."""
         lost, self.learner = self.learner, None
-        self.queue.give_back()
+        self.rollouts.give_back()
         self.logger.error(f"learner {lost} {reason}")
         if lost is not None:
             self._bad_learners.add(lost)
@@ -292,7 +292,8 @@ class Coordinator:
             self.batch_size = int(demand.result["batch_size"])
         except (ResultError, KeyError, TypeError, ValueError) as err:
             return self._learner_task_failed("learner_get_data_task", f"bad result: {err}")
-        files = self.queue.take(self._demand(), self.status.policy_version - system.max_policy_lag)
+        min_version = self.status.policy_version - system.max_policy_lag
+        files = self.rollouts.take(self._demand(), min_version)
         data = {"files": files, "envstep": self.status.envstep, **self._best_news()}
         outcome = self.transport.send_task(learner, "learner_learn_task", data, system.task_timeout)
         try:
@@ -300,10 +301,10 @@ class Coordinator:
                 raise ResultError(outcome.error)
             info = check_learn_info(outcome.result or {}, self.path_policy)
         except ResultError as err:
-            self.queue.give_back()
+            self.rollouts.give_back()
             return self._learner_task_failed("learner_learn_task", str(err))
-        self.queue.settle(info["outcome"])
-        self.status.dropped = self.queue.dropped
+        self.rollouts.settle(info["outcome"])
+        self.status.dropped = self.rollouts.dropped
         self._best_told(data, info)
         self._learner_failures = 0
         if not self._learner_state(info["stop_reason"], info["error"]):
@@ -352,10 +353,10 @@ class Coordinator:
     def _scan(self) -> None:
         if time.monotonic() >= self._next_scan:
             self._next_scan = time.monotonic() + SCAN_INTERVAL_S
-            adopted = self.queue.adopt(min_age=ADOPT_AFTER_S)
+            adopted = self.rollouts.adopt(min_age=ADOPT_AFTER_S)
             if adopted:
                 self.logger.info(f"adopted {adopted} rollout file(s) nobody reported")
-            self.queue.drop_missing()
+            self.rollouts.drop_missing()
         self.status.envstep = self._envstep_base + sum(self.collectors.envsteps.values())
 
     def _best_news(self) -> dict[str, Any]:
@@ -375,9 +376,9 @@ class Coordinator:
     def _close(self) -> None:
         final_eval = not self.status.solved
         self.collectors.close(self.close_timeout, final_eval)
-        self.queue.adopt()
+        self.rollouts.adopt()
         self.status.envstep = self._envstep_base + sum(self.collectors.envsteps.values())
-        leftovers = self.queue.take_all()
+        leftovers = self.rollouts.take_all()
         closed = None
         if self.learner is not None and self.learner in self.transport.worker_ids("learner"):
             data = {"discard": leftovers, **self._best_news()}
@@ -385,12 +386,12 @@ class Coordinator:
                 self.learner, "learner_close_task", data, self.close_timeout
             )
         if closed is not None and closed.success:
-            self.queue.settle({"dropped_run_end": (closed.result or {}).get("dropped_run_end")})
+            self.rollouts.settle({"dropped_run_end": (closed.result or {}).get("dropped_run_end")})
             with contextlib.suppress(ResultError):
                 self._best_told(data, {"best_checkpoint": check_best(closed.result or {})})
-        self.queue.discard_rest()
-        self.status.ledger = self.queue.ledger()
-        self.status.dropped = self.queue.dropped
+        self.rollouts.discard_rest()
+        self.status.ledger = self.rollouts.ledger()
+        self.status.dropped = self.rollouts.dropped
         self.status.restarts = self.supervisor.restarts if self.supervisor else 0
         if self.status.stop_reason is None:
             self.stop_run(stop.MAX_TRAIN_ITER if self.status.done else stop.INTERRUPTED)

@@ -1,4 +1,4 @@
-"""The rollout queue: every rollout file the coordinator knows of, and the ledger of their fates.
+"""The rollout ledger: every rollout file the coordinator knows of, and the fate of each.
 
 The filesystem is the queue. A collector reports the files it wrote, and a periodic scan of
 ``path_data`` adopts complete files nobody reported (a data task whose result was lost, a
@@ -25,7 +25,7 @@ def _key(path: str | Path) -> str:
     return os.path.realpath(path)
 
 
-class RolloutQueue:
+class RolloutLedger:
     """Rollout files waiting for the learner, files handed to it, and the ledger.
 
     Args:

@@ -260,7 +260,7 @@ def test_reported_paths_outside_path_data_are_refused(tmp_path):
     outside.write_text("{}")
     paths = [str(outside), str(tmp_path / "data" / ".." / "x_v0_n1.pt"), 17, "/etc/passwd"]
     coordinator.collectors.take_output("collector0", {"files": [{"path": p} for p in paths]})
-    assert coordinator.queue.samples == 0 and coordinator.queue.counts["written"] == 0
+    assert coordinator.rollouts.samples == 0 and coordinator.rollouts.counts["written"] == 0
     assert outside.exists()
 
 

@@ -1,8 +1,8 @@
-"""The rollout queue and its ledger: every file ends in exactly one outcome."""
+"""The rollout ledger: every file ends in exactly one outcome."""
 
 import os
 
-from ding_lite.coordinator.ledger import OUTCOMES, RolloutQueue
+from ding_lite.coordinator.ledger import OUTCOMES, RolloutLedger
 from ding_lite.utils.paths import rollout_name
 
 
@@ -20,19 +20,19 @@ def balanced(ledger):
 def test_reported_and_scanned_files_count_once(tmp_path):
     data = tmp_path / "data"
     a = _write(data, "collector0", 0, 1)
-    queue = RolloutQueue(data)
-    assert queue.offer(a) and not queue.offer(a)
+    ledger = RolloutLedger(data)
+    assert ledger.offer(a) and not ledger.offer(a)
     b = _write(data, "collector1", 0, 1)  # a file nobody reported (its data task was lost)
-    assert queue.adopt() == 1 and queue.adopt() == 0
-    assert queue.offer(b) is False  # reported late: already adopted
-    assert queue.samples == 16 and queue.counts["written"] == 2
+    assert ledger.adopt() == 1 and ledger.adopt() == 0
+    assert ledger.offer(b) is False  # reported late: already adopted
+    assert ledger.samples == 16 and ledger.counts["written"] == 2
 
 
 def test_refuses_paths_outside_path_data_and_odd_names(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     refused = []
-    queue = RolloutQueue(data, on_reject=lambda p, why: refused.append(why))
+    ledger = RolloutLedger(data, on_reject=lambda p, why: refused.append(why))
     outside = tmp_path / "collector0" / rollout_name(0, 0, 8)
     outside.parent.mkdir()
     outside.write_bytes(b"x")
@@ -40,9 +40,9 @@ def test_refuses_paths_outside_path_data_and_odd_names(tmp_path):
     odd.parent.mkdir()
     odd.write_bytes(b"x")
     for path in (str(outside), str(data / ".." / "collector0" / outside.name), str(odd), 42):
-        assert not queue.offer(path)
-    assert queue.offer(str(data / "collector0" / rollout_name(5, 0, 8))) is False  # no file
-    assert len(refused) == 5 and queue.counts["written"] == 0
+        assert not ledger.offer(path)
+    assert ledger.offer(str(data / "collector0" / rollout_name(5, 0, 8))) is False  # no file
+    assert len(refused) == 5 and ledger.counts["written"] == 0
     assert outside.exists() and odd.exists()  # nothing touched
 
 
@@ -50,39 +50,39 @@ def test_take_prefers_fresh_rollouts_and_hands_stale_ones_along(tmp_path):
     data = tmp_path / "data"
     old = _write(data, "c", 0, 1)
     new = [_write(data, "c", i, 5) for i in (1, 2, 3)]
-    queue = RolloutQueue(data)
-    queue.adopt()
-    handed = [m["path"] for m in queue.take(demand=16, min_version=3)]
+    ledger = RolloutLedger(data)
+    ledger.adopt()
+    handed = [m["path"] for m in ledger.take(demand=16, min_version=3)]
     # two fresh files make the 16 samples; the stale one rides along for the learner to drop
     assert old in handed and len(set(handed) & set(new)) == 2 and len(handed) == 3
-    assert queue.samples == 8
+    assert ledger.samples == 8
 
 
 def test_settle_books_each_outcome_and_gives_back_the_unnamed(tmp_path):
     data = tmp_path / "data"
     paths = [_write(data, "c", i, 2) for i in range(4)]
-    queue = RolloutQueue(data)
-    queue.adopt()
-    queue.take(demand=10**6, min_version=0)
+    ledger = RolloutLedger(data)
+    ledger.adopt()
+    ledger.take(demand=10**6, min_version=0)
     os.unlink(paths[0])  # the learner consumed the trained one
     os.unlink(paths[1])
-    queue.settle({"trained": [paths[0]], "dropped_stale": [paths[1]]})
-    # paths[2] and [3] were not named and still exist: back in the queue
-    assert queue.counts["trained"] == 1 and queue.counts["dropped_stale"] == 1
-    assert queue.samples == 16
-    queue.discard_rest()
-    ledger = queue.ledger()
-    assert ledger["dropped_run_end"] == 2 and ledger["left_in_path_data"] == 0 and balanced(ledger)
+    ledger.settle({"trained": [paths[0]], "dropped_stale": [paths[1]]})
+    # paths[2] and [3] were not named and still exist: waiting again
+    assert ledger.counts["trained"] == 1 and ledger.counts["dropped_stale"] == 1
+    assert ledger.samples == 16
+    ledger.discard_rest()
+    counts = ledger.ledger()
+    assert counts["dropped_run_end"] == 2 and counts["left_in_path_data"] == 0 and balanced(counts)
 
 
 def test_give_back_after_a_lost_learner(tmp_path):
     data = tmp_path / "data"
     paths = [_write(data, "c", i, 2) for i in range(3)]
-    queue = RolloutQueue(data)
-    queue.adopt()
-    queue.take(demand=10**6, min_version=0)
+    ledger = RolloutLedger(data)
+    ledger.adopt()
+    ledger.take(demand=10**6, min_version=0)
     os.unlink(paths[0])  # read by the learner that died: its iteration is lost
-    queue.give_back()
-    assert queue.counts["dropped_rollback"] == 1 and queue.samples == 16
-    queue.discard_rest()
-    assert balanced(queue.ledger()) and not any(os.path.exists(p) for p in paths)
+    ledger.give_back()
+    assert ledger.counts["dropped_rollback"] == 1 and ledger.samples == 16
+    ledger.discard_rest()
+    assert balanced(ledger.ledger()) and not any(os.path.exists(p) for p in paths)

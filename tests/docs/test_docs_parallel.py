@@ -28,7 +28,7 @@ from ding_lite.coordinator.collectors import (
     MAX_DATA_FAILURES,
 )
 from ding_lite.coordinator.coordinator import ADOPT_AFTER_S, MAX_LEARNER_FAILURES, SCAN_INTERVAL_S
-from ding_lite.coordinator.ledger import LEDGER_KEYS, OUTCOMES, RolloutQueue
+from ding_lite.coordinator.ledger import LEDGER_KEYS, OUTCOMES, RolloutLedger
 from ding_lite.coordinator.watchdog import STALL_FACTOR, Backoff, QuietLog
 from ding_lite.data.files import write_rollout
 from ding_lite.entry import cli, launcher, parallel, roles, run_report
@@ -161,7 +161,7 @@ def test_stop_reason_table_matches_exit_codes():
 
 def test_ledger_keys_and_outcomes_the_page_lists(tmp_path):
     terms = re.findall(r"^``([a-z_]+)``$", region("ledger"), flags=re.M)
-    assert terms == list(RolloutQueue(tmp_path).ledger()) == [*LEDGER_KEYS, "left_in_path_data"]
+    assert terms == list(RolloutLedger(tmp_path).ledger()) == [*LEDGER_KEYS, "left_in_path_data"]
     assert OUTCOMES == (*LEARN_OUTCOMES, "dropped_run_end")
     equation = "``written = " + " + ".join(OUTCOMES) + "``"
     assert equation in page_text()

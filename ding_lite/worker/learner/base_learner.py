@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from easydict import EasyDict
+import torch
 
 from ding_lite.data.dataloader import AsyncDataLoader
 from ding_lite.policy.base import LearnMode
@@ -28,7 +28,12 @@ from ding_lite.utils.stop import DIVERGED
 from ding_lite.utils.timer import PhaseTimer
 from ding_lite.worker.learner import checkpoint as ckpt_files
 from ding_lite.worker.learner.checkpoint import latest_checkpoint, read_checkpoint
-from ding_lite.worker.learner.learner_config import learner_config
+from ding_lite.worker.learner.learner_config import (
+    check_policy_device,
+    learner_config,
+    learner_device,
+    to_device,
+)
 from ding_lite.worker.learner.learner_hook import (
     LearnerHook,
     build_hooks,
@@ -67,7 +72,10 @@ class BaseLearner:
     ) -> None:
         self._cfg = learner_config(cfg)
         distributed.require(self._cfg.use_distributed)  # DI-engine's dist_init
-        self._policy = policy
+        self._device = learner_device(self._cfg, distributed.world()[0])  # learner.use_cuda
+        self._policy = None
+        if policy is not None:
+            self.policy = policy
         self._tb_logger = tb_logger
         self._exp_name = exp_name
         self._instance_name = instance_name
@@ -155,6 +163,8 @@ class BaseLearner:
             raise RuntimeError("BaseLearner.train needs a policy; set learner.policy first")
         if envstep >= 0:
             self._envstep = envstep
+        if self._device is not None:  # DI-engine's learner puts each batch on its device
+            data = to_device(data, self._device)
         start = time.perf_counter()
         self.call_hook("before_iter")
         with self._timer("update"):
@@ -312,8 +322,20 @@ class BaseLearner:
 
     @policy.setter
     def policy(self, policy: Any) -> None:
-        """A policy, or its ``learn_mode`` (DI-engine's idiom): the learner keeps the policy."""
-        self._policy = policy.policy if isinstance(policy, LearnMode) else policy
+        """A policy, or its ``learn_mode`` (DI-engine's idiom): the learner keeps the policy.
+
+        Raises:
+            ConfigError: ``learner.use_cuda`` picked another device than the policy's.
+        """
+        policy = policy.policy if isinstance(policy, LearnMode) else policy
+        check_policy_device(self._device, policy)
+        self._policy = policy
+
+    @property
+    def device(self) -> torch.device:
+        """Where the learner trains: the device ``learner.use_cuda`` (DI-engine's key) picked,
+        else the policy's (cpu without either)."""
+        return self._device or torch.device(getattr(self._policy, "device", None) or "cpu")
 
     @property
     def learn_info(self) -> dict[str, float]:
@@ -350,32 +372,13 @@ class BaseLearner:
     name = property(lambda self: self._instance_name, doc="This learner's name in logs.")
     exp_name = property(lambda self: self._exp_name, doc="The run's name.")
 
-    @property
-    def rank(self) -> int:
-        """This learner's rank in its torch.distributed group (0 outside one)."""
-        return distributed.world()[0]
+    rank = property(lambda self: distributed.world()[0], doc="Rank in its group (0: none).")
+    world_size = property(lambda self: distributed.world()[1], doc="Ranks in the group (1: none).")
 
-    @property
-    def world_size(self) -> int:
-        """Ranks in the group (1 outside one)."""
-        return distributed.world()[1]
-
-    @property
-    def tick_time(self) -> float:
-        """Seconds the last iteration took, hooks included."""
-        return self._tick_time
-
-    @property
-    def timer(self) -> PhaseTimer:
-        return self._timer
-
-    @property
-    def log_buffer(self) -> dict[str, deque[float]]:
-        return self._log_buffer
-
-    @property
-    def logger(self):
-        return self._logger
+    tick_time = property(lambda self: self._tick_time, doc="Seconds of the last iteration.")
+    timer = property(lambda self: self._timer, doc="The per-phase :class:`PhaseTimer`.")
+    log_buffer = property(lambda self: self._log_buffer, doc="Recent values by name.")
+    logger = property(lambda self: self._logger, doc="This learner's text logger.")
 
     @property
     def tb_logger(self) -> Any:
@@ -391,6 +394,4 @@ class BaseLearner:
         ``load_ckpt_before_run`` shorthand; "" if none)."""
         return hooks_with_load_path(self._cfg).get("load_ckpt_before_run", "") or ""
 
-    @property
-    def cfg(self) -> EasyDict:
-        return self._cfg
+    cfg = property(lambda self: self._cfg, doc="The learner section, defaults merged.")

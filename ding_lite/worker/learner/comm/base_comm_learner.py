@@ -15,21 +15,32 @@ from collections.abc import Callable
 from typing import Any
 
 from ding_lite.utils import distributed
+from ding_lite.utils.errors import DingLiteError
 from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.learner_hook import LearnerHook
 
 TaskHandler = Callable[[dict[str, Any]], dict[str, Any]]
 
+#: The coordinator's learner tasks, in the order a run sends them.
+LEARNER_TASKS = (
+    "learner_start_task",
+    "learner_get_data_task",
+    "learner_learn_task",
+    "learner_close_task",
+)
+
 
 class BaseCommLearner(ABC):
     """The learner side of the parallel pipeline, independent of the transport.
 
-    Subclasses implement DI-engine's three callables and ``hooks4call``, and map the learner
-    task names (``learner_start_task``, ``learner_get_data_task``, ``learner_learn_task``,
-    ``learner_close_task``) to handlers taking and returning JSON dicts (``handlers``), which
-    a transport serves. The handlers are also reachable by DI-engine's callback names:
-    ``deal_with_learner_start``, ``deal_with_get_data``, ``deal_with_learner_learn`` and
-    ``deal_with_learner_close``.
+    Subclasses implement DI-engine's three callables and ``hooks4call`` (DI-engine's abstract
+    members, and all a subclass must implement). ``handlers`` maps each learner task name to
+    the method named after it (``learner_learn_task`` -> ``learn_task``), taking and
+    returning JSON dicts, which a transport serves; the methods here drive one learner
+    iteration per learn task with those four members, and a subclass overrides any of them
+    (or ``handlers``) to do more. The handlers are also reachable by DI-engine's callback
+    names: ``deal_with_learner_start``, ``deal_with_get_data``, ``deal_with_learner_learn``
+    and ``deal_with_learner_close``.
 
     Args:
         cfg: the comm learner's own settings (kept as ``self._cfg``; may be None).
@@ -38,6 +49,8 @@ class BaseCommLearner(ABC):
     def __init__(self, cfg: Any = None) -> None:
         self._cfg = cfg
         self._end_flag = True  # True while not serving (DI-engine's name)
+        self._learner: BaseLearner | None = None
+        self._batch_size = 0  # what the run's learn tasks ask get_data for
 
     # --- DI-engine's abstract interface ---------------------------------------------------
     @abstractmethod
@@ -58,9 +71,10 @@ class BaseCommLearner(ABC):
         """The hooks ``_create_learner`` registers on every learner it builds."""
 
     @property
-    @abstractmethod
     def handlers(self) -> dict[str, TaskHandler]:
-        """Task name -> handler."""
+        """Task name -> handler: each of :data:`LEARNER_TASKS` to the method named after it
+        without the ``learner_`` prefix (``start_task``, ``get_data_task``, ...)."""
+        return {name: getattr(self, name.removeprefix("learner_")) for name in LEARNER_TASKS}
 
     @property
     def rank(self) -> int:
@@ -92,6 +106,48 @@ class BaseCommLearner(ABC):
 
     def deal_with_learner_close(self, task: dict[str, Any]) -> dict[str, Any]:
         return self.handlers["learner_close_task"](task)
+
+    # --- the tasks, with DI-engine's members only ----------------------------------------
+    def start_task(self, task: dict[str, Any]) -> dict[str, Any]:
+        """Builds the run's learner (``task`` as :meth:`_create_learner` takes it) and runs
+        its ``before_run`` hooks (a checkpoint to resume from is loaded there)."""
+        learner = self._create_learner(task)
+        learner.call_hook("before_run")
+        self._learner, self._batch_size = learner, int(task.get("batch_size", 0))
+        return {"iteration": learner.train_iter, "policy_version": learner.train_iter}
+
+    def get_data_task(self, task: dict[str, Any]) -> dict[str, Any]:
+        """The learner's demand: samples per iteration and where it stands."""
+        learner = self._require_learner()
+        return {"batch_size": self._batch_size, "iteration": learner.train_iter}
+
+    def learn_task(self, task: dict[str, Any]) -> dict[str, Any]:
+        """Trains one iteration on the batch ``get_data`` returns (the ``hooks4call`` hooks
+        publish the policy and the learn info); ``task["envstep"]`` is the env steps so far.
+
+        Returns:
+            ``{"iteration", "learn_info", "trained"}``; ``trained`` is false when
+            ``get_data`` had no batch (None).
+        """
+        learner = self._require_learner()
+        data = self.get_data(self._batch_size)
+        if data is not None:
+            learner.train(data, int(task.get("envstep", -1)))
+        info = dict(learner.learn_info) if data is not None else {}
+        return {"iteration": learner.train_iter, "learn_info": info, "trained": data is not None}
+
+    def close_task(self, task: dict[str, Any]) -> dict[str, Any]:
+        """Ends the run: the learner's ``after_run`` hooks (the final checkpoint), then
+        ``close``."""
+        learner = self._require_learner()
+        learner.call_hook("after_run")
+        learner.close()
+        return {"iteration": learner.train_iter}
+
+    def _require_learner(self) -> BaseLearner:
+        if self._learner is None:
+            raise DingLiteError("learner not started: send learner_start_task first")
+        return self._learner
 
     # --- building the learner ------------------------------------------------------------
     def _create_learner(self, task_info: dict[str, Any]) -> BaseLearner:

@@ -30,7 +30,7 @@ from ding_lite.utils.log import build_tb_logger, get_logger
 from ding_lite.utils.paths import UnsafePathError
 from ding_lite.utils.stop import DISK_FULL, DIVERGED, LEARNER_FAILED, STOP_REASONS
 from ding_lite.worker.learner.base_learner import BaseLearner
-from ding_lite.worker.learner.comm.base_comm_learner import BaseCommLearner, TaskHandler
+from ding_lite.worker.learner.comm.base_comm_learner import BaseCommLearner
 from ding_lite.worker.learner.comm.best import BestPolicyWriter, check_best
 from ding_lite.worker.learner.comm.intake import (
     Intake,
@@ -83,15 +83,6 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self.closed = threading.Event()
         #: Rank 0's link to the other ranks of a data-parallel learner (None: one rank).
         self.leader = RankLeader() if distributed.world()[1] > 1 else None
-
-    @property
-    def handlers(self) -> dict[str, TaskHandler]:
-        return {
-            "learner_start_task": self.start_task,
-            "learner_get_data_task": self.get_data_task,
-            "learner_learn_task": self.learn_task,
-            "learner_close_task": self.close_task,
-        }
 
     def start(self) -> None:
         super().start()
@@ -368,11 +359,6 @@ class FlaskFileSystemLearner(BaseCommLearner):
         if intake.lags:
             info["policy_lag"] = sum(intake.lags) / len(intake.lags)
         return info
-
-    def _require_learner(self) -> BaseLearner:
-        if self._learner is None:
-            raise DingLiteError("learner not started: send learner_start_task first")
-        return self._learner
 
     def _stop_learner(self, timeout: float) -> None:
         if self._thread is not None:

@@ -7,8 +7,10 @@ import pytest
 import torch
 from test_flask_fs_learner import rollout, start  # noqa: F401  (fixture)
 
+from ding_lite.utils.errors import DingLiteError
 from ding_lite.worker.learner import LearnerHook
 from ding_lite.worker.learner.comm import BaseCommLearner
+from ding_lite.worker.learner.comm.base_comm_learner import LEARNER_TASKS
 
 
 class VectorPolicy:
@@ -37,7 +39,8 @@ class SendHook(LearnerHook):
 
 
 class QueueCommLearner(BaseCommLearner):
-    """Data in through a queue, policies and learn info out through lists."""
+    """Data in through a queue, policies and learn info out through lists: exactly DI-engine's
+    four abstract members, nothing else."""
 
     def __init__(self, cfg=None):
         super().__init__(cfg)
@@ -57,10 +60,6 @@ class QueueCommLearner(BaseCommLearner):
     @property
     def hooks4call(self):
         return [SendHook("send", position="after_iter", comm=self)]
-
-    @property
-    def handlers(self):
-        return {"learner_start_task": lambda task: {"started": task["run"]}}
 
 
 def test_a_di_style_comm_learner_drives_its_learner(tmp_path):
@@ -83,9 +82,31 @@ def test_a_di_style_comm_learner_drives_its_learner(tmp_path):
     assert learner.train_iter == 3 and set(comm.asked) == {8}
     assert [i["iteration"] for i in comm.infos] == [1, 2, 3]
     assert torch.equal(comm.policies[-1]["w"], torch.full((2,), 3.0))
-    assert comm.deal_with_learner_start({"run": 7}) == {"started": 7}
     comm.close()
     assert comm._end_flag
+
+
+def test_the_default_handlers_drive_a_run_with_the_four_members(tmp_path):
+    comm = QueueCommLearner()
+    assert sorted(comm.handlers) == sorted(LEARNER_TASKS)
+    with pytest.raises(DingLiteError, match="send learner_start_task first"):
+        comm.handlers["learner_get_data_task"]({})
+    policy = VectorPolicy(2)
+    task = {"learner_cfg": {"hook": {}}, "policy": policy, "batch_size": 4, "exp_dir": tmp_path}
+    assert comm.deal_with_learner_start(task) == {"iteration": 0, "policy_version": 0}
+    assert comm.handlers["learner_get_data_task"]({}) == {"batch_size": 4, "iteration": 0}
+    for n in (1, 2):
+        comm.data.put(torch.full((2,), float(n)))
+        info = comm.handlers["learner_learn_task"]({"envstep": 10 * n})
+        loss = {"policy_loss": 2.0 * (2 * n - 1)}  # w is 1, then 3, in both entries
+        assert info == {"iteration": n, "learn_info": loss, "trained": True}
+    comm.data.put(None)  # get_data has no batch: nothing trained
+    assert comm.deal_with_learner_learn({}) == {"iteration": 2, "learn_info": {}, "trained": False}
+    assert comm.asked == [4, 4, 4] and [i["iteration"] for i in comm.infos] == [1, 2]
+    assert comm._learner.envstep == 20 and torch.equal(policy.w, torch.full((2,), 3.0))
+    assert comm.deal_with_get_data({})["iteration"] == 2
+    assert comm.deal_with_learner_close({}) == {"iteration": 2}
+    assert [p.name for p in (tmp_path / "ckpt").iterdir()] == ["ckpt_iter00000002.pt"]
 
 
 @pytest.mark.timeout(120)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 
 import pytest
 from docs_helpers import DOCS, TINY
@@ -12,6 +13,7 @@ from docs_helpers import DOCS, TINY
 from ding_lite import serial_pipeline
 from ding_lite.config import compile_config
 from ding_lite.envs import create_env
+from ding_lite.envs.gym_adapter import import_gymnasium
 from ding_lite.utils.errors import ConfigError
 
 QUICKSTART = DOCS / "quickstart.rst"
@@ -63,3 +65,12 @@ def test_unknown_name_messages_are_the_code_s():
     with pytest.raises(ConfigError) as err:
         create_env("cartpol", 1)
     assert str(err.value) == env
+
+
+def test_missing_gymnasium_message_is_the_code_s(monkeypatch):
+    text = QUICKSTART.read_text(encoding="utf-8")
+    (line,) = re.findall(r"^    ding-lite: error: (gymnasium is required .*)$", text, flags=re.M)
+    monkeypatch.setitem(sys.modules, "gymnasium", None)  # import gymnasium: ImportError
+    with pytest.raises(ImportError) as err:
+        import_gymnasium()
+    assert str(err.value) == line

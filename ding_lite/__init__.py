@@ -19,11 +19,11 @@ _EXPORTS = {
     "LearnerHook": "ding_lite.worker.learner",
     "PPOPolicy": "ding_lite.policy",
     "SerialCollector": "ding_lite.worker.collector",
-    "TrainedPolicy": "ding_lite.entry.predict",
+    "TrainedPolicy": "ding_lite.entry.trained.predict",
     "compile_config": "ding_lite.config",
     "create_env": "ding_lite.envs",
     "get_config": "ding_lite.config",
-    "load_policy": "ding_lite.entry.predict",
+    "load_policy": "ding_lite.entry.trained.predict",
     "parallel_pipeline": "ding_lite.entry.parallel",
     "register_learner_hook": "ding_lite.worker.learner",
     "serial_pipeline": "ding_lite.entry.serial",
@@ -49,8 +49,8 @@ __all__ = [
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
     from ding_lite.config import compile_config, get_config
     from ding_lite.entry.parallel import parallel_pipeline
-    from ding_lite.entry.predict import TrainedPolicy, load_policy
     from ding_lite.entry.serial import serial_pipeline
+    from ding_lite.entry.trained.predict import TrainedPolicy, load_policy
     from ding_lite.envs import create_env
     from ding_lite.policy import PPOPolicy
     from ding_lite.worker.collector import Evaluator, SerialCollector

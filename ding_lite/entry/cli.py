@@ -1,159 +1,31 @@
-"""The ``ding-lite`` command (also ``python -m ding_lite``)."""
+"""The ``ding-lite`` command (also ``python -m ding_lite``); its arguments are in
+:mod:`.cli_args`."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from ding_lite import __version__
-from ding_lite.entry.interrupts import import_for, sigterm_interrupts
+from ding_lite.entry.cli_args import SHORTHANDS, build_parser
+from ding_lite.entry.interrupts import import_for
 from ding_lite.utils.errors import DingLiteError, DiskFullError
-from ding_lite.utils.stop import STOP_REASONS, RunInterrupted, exit_code
-
-# PPO flag -> dotted config key.
-SHORTHANDS = {
-    "learning_rate": ("policy.learn.learning_rate", float),
-    "n_steps": ("policy.collect.n_steps", int),
-    "batch_size": ("policy.learn.batch_size", int),
-    "n_epochs": ("policy.learn.n_epochs", int),
-    "gamma": ("policy.collect.gamma", float),
-    "gae_lambda": ("policy.collect.gae_lambda", float),
-    "clip_epsilon": ("policy.learn.clip_ratio", float),
-    "value_loss_coef": ("policy.learn.value_weight", float),
-    "entropy_coef": ("policy.learn.entropy_weight", float),
-    "num_envs": ("env.num_envs", int),
-    "save_interval": ("learner.hook.save_ckpt_after_iter", int),
-    "log_interval": ("learner.hook.log_show_after_iter", int),
-    "max_env_steps": ("max_env_step", int),
-}
+from ding_lite.utils.stop import STOP_REASONS, RunInterrupted, exit_code, sigterm_interrupts
 
 
-def _add_run_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-c",
-        "--config",
-        required=False,
-        help="bundled experiment (e.g. cartpole_ppo, pendulum_ppo, gym_ppo, "
-        "cartpole_ppo_parallel) or a .py/.yaml file",
-    )
-    parser.add_argument("--seed", type=int, help="random seed (config key seed)")
-    parser.add_argument("--exp-dir", help="where the run writes (default ./<exp_name>)")
-    parser.add_argument("--device", help="cpu, cuda, cuda:N or auto")
-    parser.add_argument("--max-train-iter", type=int, help="stop after this many iterations")
-    parser.add_argument(
-        "--resume", metavar="EXP_DIR", help="continue a run from its newest checkpoint"
-    )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    group = parser.add_argument_group("PPO shorthands (each sets one config key)")
-    for name, (key, typ) in SHORTHANDS.items():
-        group.add_argument(f"--{name.replace('_', '-')}", type=typ, dest=name, help=f"sets {key}")
-    parser.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="key.sub=value",
-        help="dotted config overrides, checked against the defaults",
-    )
+def _trained_paths(args: argparse.Namespace) -> Any:
+    """The run dir, config and checkpoint an eval or render reads; says which if it chose."""
+    from ding_lite.entry.trained.run_paths import locate
 
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ding-lite", description="Hook-driven PPO training, serial or parallel."
-    )
-    parser.add_argument(
-        "--version", action="version", version=f"ding-lite {__version__}", help="print the version"
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("list", help="list the bundled experiments (env, algorithm, target)")
-    serial = sub.add_parser("serial", help="train in one process")
-    _add_run_args(serial)
-    parallel = sub.add_parser(
-        "parallel", help="train with a coordinator, learner and collector processes"
-    )
-    _add_run_args(parallel)
-    parallel.add_argument("--collectors", type=int, help="collector processes (default 2)")
-    parallel.add_argument(
-        "--learners", type=int, help="ranks of the data-parallel learner (default 1)"
-    )
-    parallel.add_argument(
-        "--launcher", choices=("local", "ray"), help="start workers as processes or Ray actors"
-    )
-    parallel.add_argument("--ray-address", help="Ray cluster to join (default: a local one)")
-    evaluate = sub.add_parser("eval", help="evaluate a checkpoint (the experiment's eval episodes)")
-    evaluate.add_argument("-c", "--config", required=True, help="the experiment it was trained on")
-    evaluate.add_argument("--ckpt", required=True, help="checkpoint file, or its ckpt/ folder")
-    evaluate.add_argument("--episodes", type=int, default=100, help="episodes (default 100)")
-    evaluate.add_argument("--seed", type=int, help="seed of the eval env")
-    evaluate.add_argument("--device", help="cpu, cuda, cuda:N or auto")
-    evaluate.add_argument(
-        "overrides", nargs="*", metavar="key.sub=value", help="dotted config overrides"
-    )
-    render = sub.add_parser(
-        "render", help="draw one air-combat episode of a checkpoint's policy to a PNG"
-    )
-    render.add_argument("-c", "--config", required=True, help="the experiment it was trained on")
-    render.add_argument("--ckpt", required=True, help="checkpoint file, or its ckpt/ folder")
-    render.add_argument("--out", default="match.png", help="PNG to write (default match.png)")
-    render.add_argument("--seed", type=int, default=0, help="seed of the episode (default 0)")
-    render.add_argument("--opponent", help="P2's agent (default: the experiment's opponent)")
-    render.add_argument(
-        "overrides", nargs="*", metavar="key.sub=value", help="dotted config overrides"
-    )
-    coordinator = sub.add_parser("coordinator", help="serve the coordinator for remote workers")
-    _add_run_args(coordinator)
-    coordinator.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    coordinator.add_argument("--port", type=int, help="port to bind (default: a free one)")
-    for role in ("learner", "collector"):
-        worker = sub.add_parser(role, help=f"run one {role} for a running coordinator")
-        worker.add_argument(
-            "--coordinator", required=True, metavar="HOST:PORT", help="the coordinator's address"
-        )
-        worker.add_argument(
-            "-c",
-            "--config",
-            help="a Python config file to run first, for the hooks and envs it registers "
-            "(the coordinator still sends the run's config)",
-        )
-        worker.add_argument(
-            "--worker-id",
-            default=f"{role}-{socket.gethostname()}-{os.getpid()}",
-            help="unique id of this worker (default: role-host-pid)",
-        )
-        worker.add_argument("--port", type=int, default=0, help="port to bind (default: free)")
-        worker.add_argument(
-            "--master-timeout",
-            type=float,
-            default=60.0,
-            help="stop when the coordinator has not answered for this many seconds",
-        )
-        worker.add_argument("--device", help="cpu, cuda, cuda:N or auto (overrides the config)")
-        worker.add_argument("--host", default="127.0.0.1", help="address this worker binds")
-        worker.add_argument("--advertise", help="HOST:PORT the coordinator should call back")
-        worker.add_argument(
-            "--heartbeat-period",
-            type=float,
-            default=1.0,
-            help="seconds between heartbeats to the coordinator (default 1)",
-        )
-        worker.add_argument(
-            "-q", "--quiet", action="store_true", help="log warnings and errors only"
-        )
-        if role == "learner":
-            worker.add_argument(
-                "--resident",
-                action="store_true",
-                help="stay up after the coordinator closes the run, for its next start task",
-            )
-            worker.add_argument(
-                "--dist-timeout",
-                type=float,
-                default=60.0,
-                help="under torchrun (or --learners N): seconds a rank waits for the others "
-                "before its group counts as lost (default 60)",
-            )
-    return parser
+    run_dirs = [a for a in args.paths if "=" not in a]
+    args.overrides = [a for a in args.paths if "=" in a]
+    if len(run_dirs) > 1:
+        raise DingLiteError(f"one run dir at most, got {' '.join(run_dirs)}")
+    paths = locate(run_dirs[0] if run_dirs else None, args.config, args.ckpt)
+    if paths.note:
+        print(paths.note, flush=True)
+    return paths
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -184,35 +56,22 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     return items + list(args.overrides)
 
 
-def _summary(result: dict) -> str:
-    status = "solved" if result["solved"] else "not solved"
-    win = result.get("eval_win_rate")
-    win_text = "" if win is None else f" (win rate {win:.1%})"
-    return (
-        f"{status}: eval return {result['eval_return_mean']:.2f} over {result['eval_episodes']} "
-        f"episodes{win_text}, {result['envstep']} env steps, {result['train_iter']} iterations, "
-        f"{result['wall_s']:.1f} s ({result['sps']:,.0f} SPS)"
-    )
-
-
 def _serial(args: argparse.Namespace) -> int:
     from ding_lite.entry.serial import serial_pipeline
 
     if not args.config and not args.resume:
         raise DingLiteError("serial needs -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
-    policy = serial_pipeline(
+    result = serial_pipeline(
         args.config,
+        verbose=0 if args.quiet else 1,
         seed=args.seed,
         overrides=_overrides(args),
         exp_dir=args.exp_dir,
         device=args.device,
         max_train_iter=args.max_train_iter,
         resume=args.resume,
-        progress=not args.quiet,
-    )
-    result = policy.result
-    print(_summary(result))
-    print(f"run dir: {result['exp_dir']}")
+    ).result
+    _quiet_summary(args, result)
     reason = result["stop_reason"]
     if reason == "diverged":
         print(
@@ -241,11 +100,18 @@ def _parallel(args: argparse.Namespace) -> int:
         launcher=args.launcher,
         ray_address=args.ray_address,
         max_train_iter=args.max_train_iter,
-        progress=not args.quiet,
+        verbose=0 if args.quiet else 1,
     )
-    if args.quiet:
-        print(f"run dir: {result['exp_dir']}")
+    _quiet_summary(args, result)
     return exit_code(result["stop_reason"])
+
+
+def _quiet_summary(args: argparse.Namespace, result: dict) -> None:
+    """With ``-q`` the pipeline prints nothing; the command still ends on its summary."""
+    if args.quiet:
+        from ding_lite.entry.lifecycle import summary
+
+        print(summary(result), flush=True)
 
 
 def _coordinator(args: argparse.Namespace) -> int:
@@ -272,11 +138,12 @@ def _coordinator(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from ding_lite.entry.evaluate import evaluate_checkpoint
+    from ding_lite.entry.trained.evaluate import evaluate_checkpoint
 
+    paths = _trained_paths(args)
     r = evaluate_checkpoint(
-        args.config,
-        args.ckpt,
+        paths.config,
+        paths.ckpt,
         episodes=args.episodes,
         seed=args.seed,
         device=args.device,
@@ -303,11 +170,12 @@ def _outcome_line(r: dict) -> str:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from ding_lite.entry.render import OUTCOME_TEXT, render_match
+    from ding_lite.entry.trained.render import OUTCOME_TEXT, render_match
 
+    paths = _trained_paths(args)
     r = render_match(
-        args.config,
-        args.ckpt,
+        paths.config,
+        paths.ckpt,
         args.out,
         seed=args.seed,
         opponent=args.opponent,
@@ -344,28 +212,41 @@ def _worker(args: argparse.Namespace) -> int:
     )
 
 
+def _flags(items: list[str]) -> list[str]:
+    return [item for item in items if item.startswith("-")]
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    import_for(args.command)
+    commands = {
+        "list": _list,
+        "serial": _serial,
+        "eval": _eval,
+        "render": _render,
+        "parallel": _parallel,
+        "coordinator": _coordinator,
+        "learner": _worker,
+        "collector": _worker,
+    }
+    return commands[args.command](args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # argparse fills a positional list once: overrides after eval's --episodes N go here.
+    if extra and getattr(args, "paths", None) is not None and not _flags(extra):
+        args.paths += extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return 2
-    # Until a run installs its own handler (and after it restores this one), SIGTERM unwinds
-    # like Ctrl-C: one line and exit 143, whether it lands in imports, config or env building.
-    sigterm_interrupts()
+    # SIGTERM unwinds like Ctrl-C: one line and exit 143, whether it lands in imports,
+    # config compilation, env building or the run.
     try:
-        import_for(args.command)
-        commands = {
-            "list": _list,
-            "serial": _serial,
-            "eval": _eval,
-            "render": _render,
-            "parallel": _parallel,
-            "coordinator": _coordinator,
-            "learner": _worker,
-            "collector": _worker,
-        }
-        return commands[args.command](args)
+        with sigterm_interrupts():
+            return _dispatch(args)
     except DiskFullError as err:
         print(f"ding-lite: error: {err}", file=sys.stderr)
         return exit_code("disk_full")

@@ -1,8 +1,7 @@
-"""How the command line meets SIGINT and SIGTERM before a run installs its own handlers.
+"""What the command line imports for each command, with SIGINT and SIGTERM held back.
 
-Until a run takes over (and after it hands back), SIGTERM unwinds like Ctrl-C: the command
-prints one line and exits with 143 (130 for SIGINT), whether the signal lands in imports,
-config compilation or env building. No torch here: the command line imports this first.
+No torch here: the command line imports this first. The SIGTERM policy itself (SIGTERM
+unwinds like Ctrl-C) is :func:`ding_lite.utils.stop.sigterm_interrupts`.
 """
 
 from __future__ import annotations
@@ -11,18 +10,7 @@ import importlib
 import signal
 import threading
 
-from ding_lite.utils.stop import RunInterrupted
-
-
-def sigterm_interrupts() -> None:
-    """SIGTERM raises :class:`RunInterrupted` (in the main thread only; elsewhere a no-op)."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _sigterm_interrupts)
-
-
-def _sigterm_interrupts(signum: int, frame: object) -> None:
-    raise RunInterrupted("SIGTERM")
-
+from ding_lite.utils.stop import RunInterrupted, signals_held
 
 # The module each command imports first: torch, numpy and the rest come with it.
 _COMMAND_MODULES = {
@@ -31,8 +19,8 @@ _COMMAND_MODULES = {
     "coordinator": "ding_lite.entry.parallel",
     "learner": "ding_lite.entry.parallel",
     "collector": "ding_lite.entry.parallel",
-    "eval": "ding_lite.entry.evaluate",
-    "render": "ding_lite.entry.render",
+    "eval": "ding_lite.entry.trained.evaluate",
+    "render": "ding_lite.entry.trained.render",
 }
 
 
@@ -47,15 +35,7 @@ def import_for(command: str) -> None:
     module = _COMMAND_MODULES.get(command)
     if module is None or threading.current_thread() is not threading.main_thread():
         return
-    seen: list[int] = []
-    previous = {sig: signal.signal(sig, lambda n, f: seen.append(n)) for sig in _SIGNALS}
-    try:
+    with signals_held() as seen:
         importlib.import_module(module)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     if seen:
         raise RunInterrupted(signal.Signals(seen[0]).name)
-
-
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)

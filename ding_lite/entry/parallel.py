@@ -1,91 +1,50 @@
 """The parallel pipeline: a coordinator in this process, learners and collectors as children.
 
 ``parallel_pipeline`` (``ding-lite parallel``) starts everything on one machine and restarts
-what fails (:mod:`.launcher`); the per-role runners (:mod:`.roles`) start one role each, for
-runs that span machines sharing a filesystem.
+what fails (:mod:`.launch`); the per-role runners (:mod:`.roles`) start one role each, for
+runs that span machines sharing a filesystem. The run dir is handled as in the serial
+pipeline (:mod:`.lifecycle`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import signal
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ding_lite.config.config import compile_config, deep_merge_dicts
 from ding_lite.coordinator import Coordinator
-from ding_lite.data.files import remove_temp_files
-from ding_lite.entry.launcher import Launcher, LauncherTransport
-from ding_lite.entry.roles import run_coordinator, run_worker, sigterm_as_interrupt, start_master
-from ding_lite.entry.run_dir import (
-    claim_exp_dir,
-    ensure_free,
-    lock_exp_dir,
-    resume_afresh,
-    resume_config,
-    save_config,
-    write_result,
-)
-from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result, summary
+from ding_lite.entry.launch.local import Launcher, LauncherTransport
+from ding_lite.entry.lifecycle import RunDir, prepare_run_dir, resumable, summary, tidy_data
+from ding_lite.entry.options import RunOptions, compile_run_config
+from ding_lite.entry.roles import run_coordinator, run_worker, start_master
+from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result
 from ding_lite.interaction import generate_token
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger, setup_file_logging
-from ding_lite.utils.stop import RunInterrupted
-from ding_lite.worker.learner import latest_checkpoint
+from ding_lite.utils.stop import RunInterrupted, interrupted_by, sigterm_interrupts
+
+RAY_MISSING = (
+    "--launcher ray needs Ray: pip install 'ray[default]' (in a ding_lite checkout: "
+    "pip install -e '.[ray]')"
+)
 
 
-def compile_parallel_config(
-    cfg: str | Mapping,
-    *,
-    seed: int | None = None,
-    overrides: Iterable[str] | Mapping = (),
-    exp_dir: str | None = None,
-    device: str | None = None,
-    learners: int | None = None,
-    collectors: int | None = None,
-    max_env_step: int | None = None,
-    max_train_iter: int | None = None,
-    resume: str | Path | None = None,
-    launcher: str | None = None,
-    ray_address: str | None = None,
-) -> Any:
+def compile_parallel_config(cfg: str | Mapping | None, *args: Any, **options: Any) -> Any:
     """Resolves a parallel run's config; the run dir and shared folders become absolute.
 
-    With ``resume`` (an experiment dir) the run's saved config is used (``cfg``, if given,
-    only registers what its file defines and must agree with it), overrides still apply,
-    and the learner starts from the newest readable checkpoint. Rollout files left in the
-    data folder are adopted; those collected with a policy newer than the checkpoint are
+    Takes the options of :class:`~ding_lite.entry.options.RunOptions` by keyword. With
+    ``resume`` (an experiment dir) the run's saved config is used (``cfg``, if given, only
+    registers what its file defines and must agree with it), overrides still apply, and the
+    learner starts from the newest readable checkpoint. Rollout files left in the data
+    folder are adopted; those collected with a policy newer than the checkpoint are
     dropped (``dropped_rollback``).
     """
-    if resume is not None:
-        cfg = resume_config(resume, cfg)
-        ensure_free(resume)
-        exp_dir = str(resume)
-    elif cfg is None:
-        raise ConfigError("a parallel run needs a config (or resume=EXP_DIR)")
-    extra = list(overrides) if not isinstance(overrides, Mapping) else []
-    if learners is not None:
-        extra.append(f"system.learners={learners}")
-    if collectors is not None:
-        extra.append(f"system.collectors={collectors}")
-    if launcher is not None:
-        extra.append(f"system.launcher={launcher}")
-    if ray_address is not None:
-        extra.append(f"system.ray_address={ray_address}")
-    cfg = compile_config(
-        cfg,
-        overrides if isinstance(overrides, Mapping) else extra,
-        seed=seed,
-        exp_dir=exp_dir,
-        device=device,
-        max_env_step=max_env_step,
-        max_train_iter=max_train_iter,
-    )
+    opts = RunOptions.of_call("compile_parallel_config", args, options, parallel=True)
+    cfg = compile_run_config(cfg, opts)
     if cfg.system.launcher == "ray" and importlib.util.find_spec("ray") is None:
-        raise ConfigError("--launcher ray needs Ray: pip install 'ding-lite[ray]'")
+        raise ConfigError(RAY_MISSING)
     ranks = cfg.system.learners
     per_iter = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
     if min(cfg.policy.learn.batch_size, per_iter) % ranks:
@@ -93,119 +52,86 @@ def compile_parallel_config(
             f"system.learners={ranks}: policy.learn.batch_size={cfg.policy.learn.batch_size} "
             "must split into equal parts, one per learner rank"
         )
-    if resume is not None and latest_checkpoint(Path(resume) / "ckpt") is not None:
-        hook = {"load_ckpt_before_run": str((Path(resume) / "ckpt").resolve())}
-        cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, hook)
-    elif resume is not None:
-        resume_afresh(resume)
     # Only a free folder is chosen (a live run's dir is refused, naming its pid); the run
     # locks it again in prepare_run_dir, which refuses it if a run took it in between.
-    lock = claim_exp_dir(cfg, resuming=resume is not None)
-    run_dir = lock.path.resolve()
-    if lock.created:
-        lock.discard()  # prepare_run_dir creates it again
-    else:
-        lock.release()
-    cfg.exp_dir = str(run_dir)
-    cfg.system.path_data = str(Path(cfg.system.path_data or run_dir / "data").resolve())
-    cfg.system.path_policy = str(Path(cfg.system.path_policy or run_dir / "policy").resolve())
+    run_dir = RunDir.claim(cfg, resuming=opts.resume is not None)
+    if run_dir.lock.created:
+        run_dir.lock.discard()  # prepare_run_dir creates it again
+    run_dir.release()
+    path = run_dir.path.resolve()
+    cfg.exp_dir = str(path)
+    cfg.system.path_data = str(Path(cfg.system.path_data or path / "data").resolve())
+    cfg.system.path_policy = str(Path(cfg.system.path_policy or path / "policy").resolve())
     return cfg
 
 
 def parallel_pipeline(
     cfg: str | Mapping | None = None,
-    seed: int | None = None,
-    *,
-    overrides: Iterable[str] | Mapping = (),
-    exp_dir: str | None = None,
-    device: str | None = None,
-    learners: int | None = None,
-    collectors: int | None = None,
-    max_env_step: int | None = None,
-    max_train_iter: int | None = None,
-    resume: str | Path | None = None,
-    launcher: str | None = None,
-    ray_address: str | None = None,
-    progress: bool = False,
+    *args: Any,
+    verbose: int = 1,
     status_interval: float = 5.0,
+    **options: Any,
 ) -> dict[str, Any]:
     """Trains with a coordinator, learner and collector processes on this machine.
 
     Args:
-        cfg: a bundled experiment name (``"cartpole_ppo_parallel"``), a config file or dict.
-        seed, overrides, exp_dir, device, max_env_step, max_train_iter: as for
-            :func:`serial_pipeline`.
-        learners, collectors: ranks of the data-parallel learner (``system.learners``) and
-            collector workers (``system.collectors``).
-        launcher: "local" (child processes) or "ray" (Ray actors; ``system.launcher``), and
-            ``ray_address`` the Ray cluster to join (``system.ray_address``; default: a local
-            Ray instance for the run).
-        resume: an experiment dir to continue (a ``cfg`` beside it only registers what
-            its file defines, and must agree with the saved config): its saved config
-            and newest readable checkpoint (weights, optimizer, iteration and env-step
-            counts). The collectors start fresh episodes.
-        progress: print where logs go and a status line every ``status_interval`` seconds.
+        cfg: a bundled experiment name (``"cartpole_ppo_parallel"``), a config file or dict
+            (None with ``resume=``).
+        verbose: 1 (default) prints where logs go, a status line every ``status_interval``
+            seconds and the closing summary; 0 prints nothing.
+        status_interval: seconds between status lines.
+        **options: keyword-only, those of :class:`~ding_lite.entry.options.RunOptions`:
+            ``seed``, ``max_env_step``, ``max_train_iter``, ``overrides``, ``exp_dir``,
+            ``device``, ``resume`` (the collectors start fresh episodes), ``learners``,
+            ``collectors``, ``launcher``, ``ray_address``.
 
     Returns:
         The figures written to ``result.json`` (``stop_reason``, ``ledger``, ``restarts``...).
 
     Raises:
+        TypeError: a positional argument after ``cfg``, or an unknown keyword.
         RunInterrupted: SIGINT or SIGTERM ended the run (after result.json was written).
     """
     # A Python config file also runs in every worker, so the hooks and envs it registers
     # exist there too.
     register = str(Path(cfg).resolve()) if isinstance(cfg, str) and cfg.endswith(".py") else None
-    cfg = compile_parallel_config(
-        cfg,
-        seed=seed,
-        overrides=overrides,
-        exp_dir=exp_dir,
-        device=device,
-        learners=learners,
-        collectors=collectors,
-        max_env_step=max_env_step,
-        max_train_iter=max_train_iter,
-        resume=resume,
-        launcher=launcher,
-        ray_address=ray_address,
-    )
+    cfg = compile_parallel_config(cfg, *args, **options)
+    resuming = options.get("resume") is not None
     run_dir = Path(cfg.exp_dir)
-    say = print if progress else (lambda *a, **k: None)
-    seen: list[str] = []
-    previous = sigterm_as_interrupt(seen)  # from here on SIGTERM unwinds like Ctrl-C
-    try:
-        with prepare_run_dir(cfg, resume is not None) as outcome:
-            result, interrupted = _run(cfg, run_dir, say, status_interval, register)
-            outcome["failed"] = interrupted
-    except KeyboardInterrupt:
-        raise RunInterrupted(seen[0] if seen else "SIGINT", _resumable(run_dir)) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    say(summary(result))
+    say = print if verbose else (lambda *a, **k: None)
+    with sigterm_interrupts():  # from here on SIGTERM unwinds like Ctrl-C
+        try:
+            with prepare_run_dir(cfg, resuming, _shared_folders(cfg)) as outcome:
+                result, interrupted = _run(cfg, outcome, say, status_interval, register)
+                outcome["failed"] = interrupted
+        except KeyboardInterrupt:
+            raise RunInterrupted(interrupted_by(), resumable(run_dir)) from None
+        signal_name = interrupted_by()
+    say(summary(result), flush=True)
     if interrupted:
-        raise RunInterrupted(seen[0] if seen else "SIGINT", _resumable(run_dir))
+        raise RunInterrupted(signal_name, resumable(run_dir))
     return result
+
+
+def _shared_folders(cfg: Any) -> tuple[str, str]:
+    """The folders a parallel run shares with its workers (temp files there are cleared)."""
+    return cfg.system.path_policy, cfg.system.path_data
 
 
 def _launcher_cls(cfg: Any) -> type[Launcher]:
     if cfg.system.launcher == "ray":
-        from ding_lite.entry.ray_launcher import RayLauncher
+        from ding_lite.entry.launch.ray_actors import RayLauncher
 
         return RayLauncher
     return Launcher
 
 
-def _resumable(run_dir: Path) -> Path | None:
-    """The run dir when it holds a checkpoint to resume from."""
-    ckpt = run_dir / "ckpt"
-    return run_dir if ckpt.is_dir() and latest_checkpoint(ckpt) else None
-
-
 def _run(
-    cfg: Any, run_dir: Path, say: Any, status_interval: float, register: str | None = None
+    cfg: Any, outcome: dict, say: Any, status_interval: float, register: str | None = None
 ) -> tuple[dict, bool]:
+    run_dir: RunDir = outcome["run_dir"]
     token = cfg.system.token or generate_token()
-    log_dir = run_dir / "logs"
+    log_dir = run_dir.path / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     handler = setup_file_logging(log_dir / "coordinator.log")
     start = time.perf_counter()
@@ -224,7 +150,7 @@ def _run(
         say(f"coordinator at {master.address}; logs in {log_dir}")
         launcher.start_all()
         printer = StatusPrinter(say, status_interval, master, start)
-        tb = TbStatus(run_dir / "tb" / "coordinator")
+        tb = TbStatus(run_dir.path / "tb" / "coordinator")
         coordinator = Coordinator(
             cfg,
             LauncherTransport(master, launcher),
@@ -245,50 +171,8 @@ def _run(
         handler.close()
     status = coordinator.status if coordinator is not None else None
     result = run_result(cfg, status, time.perf_counter() - start)
-    write_result(result, run_dir)
+    run_dir.write_result(result)
     return result, interrupted
-
-
-@contextlib.contextmanager
-def prepare_run_dir(cfg: Any, resuming: bool) -> Iterator[dict[str, bool]]:
-    """Holds the run dir's lock for the run; clears what a killed run left half-written.
-
-    A new run that fails (an exception, or ``outcome["failed"]`` set by the caller, e.g.
-    when interrupted) before its first checkpoint removes what it put in the dir, so the
-    same command can simply be run again.
-
-    Raises:
-        ExpDirInUse: a live run holds the dir.
-        ConfigError: a run started in the dir since it was chosen (and this is no resume).
-    """
-    run_dir = Path(cfg.exp_dir)
-    lock = lock_exp_dir(run_dir)
-    if not resuming and (run_dir / "config.json").exists():
-        lock.release()
-        raise ConfigError(f"{run_dir} already holds a run (one started there just now)")
-    outcome = {"failed": True}
-    try:
-        for folder in (run_dir / "ckpt", Path(cfg.system.path_policy), Path(cfg.system.path_data)):
-            remove_temp_files(folder)
-        save_config(cfg, run_dir)
-        yield outcome
-    finally:
-        if outcome["failed"] and not resuming and latest_checkpoint(run_dir / "ckpt") is None:
-            lock.discard()
-        lock.release()
-
-
-def tidy_data(path_data: Path) -> None:
-    """Removes temp files (a collector killed mid-write) and empty collector folders.
-
-    Complete rollout files are never deleted here: the ledger accounts for each of them.
-    """
-    if not path_data.is_dir():
-        return
-    for folder in [path_data, *(p for p in path_data.iterdir() if p.is_dir())]:
-        remove_temp_files(folder)
-        if folder != path_data and not any(folder.iterdir()):
-            folder.rmdir()
 
 
 __all__ = [

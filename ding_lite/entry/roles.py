@@ -7,22 +7,20 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from ding_lite.coordinator import Coordinator
-from ding_lite.entry import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
-from ding_lite.entry.run_dir import write_result
-from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result, summary
+from ding_lite.entry.lifecycle import prepare_run_dir, summary, tidy_data
+from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result
+from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
 from ding_lite.interaction import Master, Slave, resolve_token
 from ding_lite.utils import distributed
 from ding_lite.utils.distributed import GroupLost
 from ding_lite.utils.log import get_logger, setup_console_logging
-from ding_lite.utils.stop import RunInterrupted
+from ding_lite.utils.stop import RunInterrupted, interrupted_by, sigterm_interrupts
 from ding_lite.worker.collector.comm import FlaskFileSystemCollector
 from ding_lite.worker.learner.comm import FlaskFileSystemLearner
 from ding_lite.worker.learner.comm.ranks import GROUP_LOST_EXIT, RankFollower
@@ -72,22 +70,6 @@ def _port(value: Any) -> int:
     return 0 if value == "auto" else int(value)
 
 
-def sigterm_as_interrupt(seen: list[str] | None = None) -> Any:
-    """Makes SIGTERM raise KeyboardInterrupt in the main thread (recording it in ``seen``);
-    returns the previous handler."""
-
-    def handler(signum: int, frame: Any) -> None:
-        if seen:
-            return  # already stopping: a second SIGTERM must not cut the clean-up short
-        if seen is not None:
-            seen.append("SIGTERM")
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        return signal.signal(signal.SIGTERM, handler)
-    return signal.getsignal(signal.SIGTERM)
-
-
 def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> dict[str, Any]:
     """Serves the coordinator and runs the protocol with workers that register themselves.
 
@@ -95,40 +77,36 @@ def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> 
     replaced by the next learner that registers within the join timeout. ``resuming``:
     ``cfg`` comes from ``compile_parallel_config(None, resume=EXP_DIR)``.
     """
-    from ding_lite.entry.parallel import prepare_run_dir, tidy_data
-
     token = resolve_token(cfg.system.token)
-    run_dir = Path(cfg.exp_dir)
     say = print if progress else (lambda *a, **k: None)
-    with prepare_run_dir(cfg, resuming) as outcome:
+    folders = (cfg.system.path_policy, cfg.system.path_data)
+    with sigterm_interrupts(), prepare_run_dir(cfg, resuming, folders) as outcome:
+        run_dir = outcome["run_dir"]
         start = time.perf_counter()
         master = start_master(cfg, token)
         tb = None
-        seen: list[str] = []
         interrupted = False
         try:
             say(f"coordinator at {master.address}; waiting for workers", flush=True)
             printer = StatusPrinter(say, 5.0, master, start)
-            tb = TbStatus(run_dir / "tb" / "coordinator")
+            tb = TbStatus(run_dir.path / "tb" / "coordinator")
             coordinator = Coordinator(cfg, master, on_status=each(printer, tb))
-            previous = sigterm_as_interrupt(seen)
             try:
                 coordinator.run(wait_workers=cfg.system.join_timeout)
             except KeyboardInterrupt:
                 interrupted = True
-            finally:
-                signal.signal(signal.SIGTERM, previous)
         finally:
             if tb is not None:
                 tb.close()
             master.stop()
             tidy_data(Path(cfg.system.path_data))
         result = run_result(cfg, coordinator.status, time.perf_counter() - start)
-        write_result(result, run_dir)
+        run_dir.write_result(result)
         outcome["failed"] = interrupted
-    say(summary(result))
+        signal_name = interrupted_by()
+    say(summary(result), flush=True)
     if interrupted:
-        raise RunInterrupted(seen[0] if seen else "SIGINT")
+        raise RunInterrupted(signal_name)
     return result
 
 
@@ -148,16 +126,14 @@ def _preload_optimizer_imports() -> None:
 def _follow(device: str | None) -> int:
     """A learner rank other than 0, until rank 0 says exit (0), the group breaks
     (``GROUP_LOST_EXIT``) or SIGTERM/SIGINT (130)."""
-    previous = sigterm_as_interrupt()
     try:
-        return RankFollower(device).run()
+        with sigterm_interrupts():
+            return RankFollower(device).run()
     except GroupLost as err:
         get_logger("learner").error(f"learner group lost ({err}); stopping")
         return GROUP_LOST_EXIT
     except KeyboardInterrupt:
         return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run_worker(
@@ -219,27 +195,29 @@ def run_worker(
         if restarts.isdigit() and int(restarts) > 0:  # torchrun restarted the group
             worker_id = f"{worker_id}.r{restarts}"  # a new learner, as the launcher names it
     worker = worker_cls(worker_id=worker_id, device=device, slave_factory=slave)
-    previous = sigterm_as_interrupt()
     try:
-        worker.start()
-        while True:
-            if worker.closed.wait(0.2):
-                if not resident:
-                    break
-                time.sleep(0.2)  # closed, and waiting for the next start task
-            if worker.slave.evicted:  # another process holds this id now: leave it to it
-                get_logger(role).error(f"stopping: {worker.slave.evicted}")
-                return 1
-            silent = time.monotonic() - worker.slave.last_contact
-            if silent > master_timeout:
-                get_logger(role).error(
-                    f"the coordinator has not answered for {silent:.0f} s; stopping"
-                )
-                return 1
-        time.sleep(0.3)  # let the close task's result reach the coordinator
+        with sigterm_interrupts():
+            return _serve(worker, role, resident, master_timeout)
     except KeyboardInterrupt:
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
         worker.close()
+
+
+def _serve(worker: Any, role: str, resident: bool, master_timeout: float) -> int:
+    """Runs a worker until the coordinator closes it (0) or it must stop (1)."""
+    worker.start()
+    while True:
+        if worker.closed.wait(0.2):
+            if not resident:
+                break
+            time.sleep(0.2)  # closed, and waiting for the next start task
+        if worker.slave.evicted:  # another process holds this id now: leave it to it
+            get_logger(role).error(f"stopping: {worker.slave.evicted}")
+            return 1
+        silent = time.monotonic() - worker.slave.last_contact
+        if silent > master_timeout:
+            get_logger(role).error(f"the coordinator has not answered for {silent:.0f} s; stopping")
+            return 1
+    time.sleep(0.3)  # let the close task's result reach the coordinator
     return 0

@@ -1,4 +1,4 @@
-"""The experiment dir of a run: choosing and locking it, the saved config, result.json.
+"""The experiment dir of a run: choosing and locking it, and its saved config.
 
 One run per folder: a run holds an exclusive ``flock`` on ``<exp_dir>/.lock`` (which holds
 its pid) from before it writes anything until it ends; the OS releases it when the process
@@ -20,9 +20,8 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_lite.config.config import load_experiment, to_plain
-from ding_lite.utils.errors import CheckpointError, ConfigError
+from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.file_io import atomic_write_json
-from ding_lite.utils.log import get_logger
 
 LOCK_NAME = ".lock"
 
@@ -204,18 +203,6 @@ def ensure_free(exp_dir: str | Path) -> None:
         lock_exp_dir(exp_dir).release()
 
 
-def resume_afresh(exp_dir: str | Path) -> None:
-    """Resuming a run that has no checkpoint: one that never finished (killed before its
-    first checkpoint, no result.json) starts afresh in its dir; a finished one is an error.
-
-    Raises:
-        CheckpointError: the run finished without leaving a checkpoint.
-    """
-    if (Path(exp_dir) / "result.json").exists():
-        raise CheckpointError(f"cannot resume {exp_dir}: no checkpoint in {exp_dir}/ckpt")
-    get_logger().info(f"{exp_dir} has no checkpoint yet (it never finished); starting afresh")
-
-
 def save_config(cfg: EasyDict, path: Path) -> None:
     """Writes the resolved config to ``<path>/config.json`` (creating the folder)."""
     atomic_write_json(to_plain(cfg), path / "config.json")
@@ -277,7 +264,3 @@ def _leaves(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             out.append((f"{prefix}{key}", value))
     return out
-
-
-def write_result(result: dict[str, Any], path: Path) -> None:
-    atomic_write_json(result, path / "result.json")

@@ -1,5 +1,5 @@
 """What a parallel run shows while it runs and leaves behind: status lines, tensorboard
-figures of the whole run, result.json and the closing summary."""
+figures of the whole run, and the figures of its result.json."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.coordinator import RunStatus
+from ding_lite.entry.lifecycle import RunFigures, build_result, summary
 from ding_lite.utils.log import build_tb_logger, close_tb_logger
-from ding_lite.utils.paths import BEST_CKPT
 from ding_lite.utils.stats import count_outcomes
 
 STATS_WINDOW = 100  # training episodes behind the status line's and result's win rate
@@ -105,7 +105,7 @@ def _steady_sps(status: RunStatus) -> float | None:
     if status.first_learn_at is None:
         return None
     seconds = time.perf_counter() - status.first_learn_at
-    return round((status.envstep - status.first_learn_envstep) / max(seconds, 1e-9), 1)
+    return (status.envstep - status.first_learn_envstep) / max(seconds, 1e-9)
 
 
 def _win_rate(outcomes: list[float]) -> float | None:
@@ -114,60 +114,48 @@ def _win_rate(outcomes: list[float]) -> float | None:
 
 
 def run_result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
+    """The content of a parallel run's ``result.json``, from the coordinator's status."""
     returns = status.episode_returns[-20:]
-    return {
-        "exp_name": cfg.exp_name,
-        "exp_dir": cfg.exp_dir,
-        "env": cfg.env.name,
-        "seed": cfg.seed,
-        "solved": status.solved,
-        "stop_reason": status.stop_reason,
-        "stop_detail": status.stop_detail,
-        "stop_value": cfg.evaluator.stop_value,
-        "eval_return_mean": status.eval_return,
-        "train_return_mean": statistics.fmean(returns) if returns else None,
-        "eval_win_rate": status.eval_win_rate,
-        "best_checkpoint": f"ckpt/{BEST_CKPT}" if status.best_checkpoint else None,
-        "best_eval_return": (status.best_checkpoint or {}).get("return_mean"),
-        "train_win_rate": _win_rate(status.episode_outcomes[-STATS_WINDOW:]),
-        "envstep": status.envstep,
-        "train_iter": status.train_iter,
-        "policy_version": status.policy_version,
-        "dropped": status.dropped,
-        "ledger": dict(status.ledger),
-        "skipped_steps": status.skipped_steps,
-        "restarts": status.restarts,
-        "failed_tasks": status.failed_tasks,
-        "wall_s": round(wall, 3),
-        "sps": round(status.envstep / max(wall, 1e-9), 1),
-        "steady_sps": _steady_sps(status),
-        "control_p50_s": _percentile(status.control_latency_s, 0.5),
-        "control_p99_s": _percentile(status.control_latency_s, 0.99),
-        "policy_sync_p50_s": _percentile(status.sync_latency_s, 0.5),
-        "policy_sync_p99_s": _percentile(status.sync_latency_s, 0.99),
-        "learn_p50_s": _percentile(status.learn_latency_s, 0.5),
-        "collectors": cfg.system.collectors,
-        "learners": cfg.system.learners,
-        "learner_ranks": status.learner_ranks,
-        # CPU seconds of this process (coordinator, its server, the launcher) over the run.
-        "coordinator_cpu_s": round(time.process_time(), 3),
-    }
-
-
-def summary(result: dict[str, Any]) -> str:
-    """The closing lines: the outcome, then the ledger of every rollout."""
-    state = "solved" if result["solved"] else f"not solved ({result['stop_reason']})"
-    ev, win = result["eval_return_mean"], result["eval_win_rate"]
-    win_text = "" if win is None else f" (win rate {win:.1%})"
-    restarts = f", {result['restarts']} restart(s)" if result.get("restarts") else ""
-    line = (
-        f"{state}: eval return {'-' if ev is None else f'{ev:.2f}'}{win_text}, "
-        f"{result['envstep']} env steps, {result['train_iter']} iterations, "
-        f"{result['wall_s']:.1f} s ({result['sps']:,.0f} SPS){restarts}"
+    evaluated = status.eval_return is not None
+    figures = RunFigures(
+        solved=status.solved,
+        stop_reason=status.stop_reason,
+        eval_return_mean=status.eval_return,
+        # The coordinator accepts only evaluations of exactly this many episodes.
+        eval_episodes=cfg.evaluator.n_episodes if evaluated else 0,
+        train_return_mean=statistics.fmean(returns) if returns else None,
+        envstep=status.envstep,
+        train_iter=status.train_iter,
+        wall_s=wall,
+        sps=status.envstep / max(wall, 1e-9),
+        has_best_checkpoint=bool(status.best_checkpoint),
+        best_eval_return=(status.best_checkpoint or {}).get("return_mean"),
+        skipped_steps=status.skipped_steps,
+        restarts=status.restarts,
     )
-    if result.get("stop_detail"):
-        line += f"\nstopped: {result['stop_detail']}"
-    ledger = result.get("ledger") or {}
-    if ledger:
-        line += "\nrollouts: " + ", ".join(f"{k} {v}" for k, v in ledger.items())
-    return line
+    return build_result(
+        cfg,
+        figures,
+        stop_detail=status.stop_detail,
+        eval_win_rate=status.eval_win_rate,
+        train_win_rate=_win_rate(status.episode_outcomes[-STATS_WINDOW:]),
+        policy_version=status.policy_version,
+        dropped=status.dropped,
+        ledger=dict(status.ledger),
+        failed_tasks=status.failed_tasks,
+        steady_sps=_steady_sps(status),
+        control_p50_s=_percentile(status.control_latency_s, 0.5),
+        control_p99_s=_percentile(status.control_latency_s, 0.99),
+        policy_sync_p50_s=_percentile(status.sync_latency_s, 0.5),
+        policy_sync_p99_s=_percentile(status.sync_latency_s, 0.99),
+        learn_p50_s=_percentile(status.learn_latency_s, 0.5),
+        collectors=cfg.system.collectors,
+        learners=cfg.system.learners,
+        learner_ranks=status.learner_ranks,
+        # CPU seconds of this process (coordinator, its server, the launcher) over the run.
+        coordinator_cpu_s=time.process_time(),
+    )
+
+
+# ``summary`` is the closing text of both pipelines (:mod:`ding_lite.entry.lifecycle`).
+__all__ = ["StatusPrinter", "TbStatus", "each", "run_result", "summary"]

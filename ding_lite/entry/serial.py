@@ -2,128 +2,74 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
-import signal
-import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ding_lite.config.config import compile_config, deep_merge_dicts
+from ding_lite.entry.lifecycle import RESULT_FILE, RunDir, RunFigures, build_result, summary
+from ding_lite.entry.options import RunOptions, compile_run_config
 from ding_lite.entry.progress import Progress
-from ding_lite.entry.run_dir import (
-    ExpDirLock,
-    claim_exp_dir,
-    resume_afresh,
-    resume_config,
-    save_config,
-    write_result,
-)
+from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
+from ding_lite.entry.trained.predict import TrainedRun
 from ding_lite.envs.from_config import build_env
-from ding_lite.policy import Policy, create_policy
+from ding_lite.policy import create_policy
 from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import ConfigError, DiskFullError
 from ding_lite.utils.log import build_tb_logger, close_tb_logger, get_logger, setup_file_logging
 from ding_lite.utils.rng import set_seed
-from ding_lite.utils.stop import DISK_FULL, INTERRUPTED, RunInterrupted
+from ding_lite.utils.stop import DISK_FULL, INTERRUPTED, RunInterrupted, sigterm_interrupts
 from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
-from ding_lite.worker.learner import BEST_CKPT, BaseLearner, BestEval, latest_checkpoint
+from ding_lite.worker.learner import BEST_CKPT, BaseLearner, BestEval
 
 EVAL_SEED_OFFSET = 1_000_003
 
 
 def serial_pipeline(
-    cfg: str | Mapping | None = None,
-    seed: int | None = None,
-    max_env_step: int | None = None,
-    *,
-    overrides: Iterable[str] | Mapping = (),
-    exp_dir: str | None = None,
-    device: str | None = None,
-    max_train_iter: int | None = None,
-    resume: str | Path | None = None,
-    progress: bool = False,
-) -> Policy:
-    """Trains a policy in one process and returns it.
+    cfg: str | Mapping | None = None, *args: Any, verbose: int = 1, **options: Any
+) -> TrainedRun:
+    """Trains a policy in one process and returns it, ready to predict.
 
     Args:
         cfg: a bundled experiment name (``"cartpole_ppo"``), a .py/.yaml config file, or a
-            config dict / EasyDict.
-        seed: overrides ``cfg.seed``.
-        max_env_step: overrides ``cfg.max_env_step``.
-        overrides: dotted ``key.sub=value`` overrides.
-        exp_dir: where the run writes (default ``./<exp_name>``).
-        device: "cpu", "cuda", "cuda:N" or "auto".
-        max_train_iter: stop after this many iterations.
-        resume: an experiment dir to continue: its saved config and newest checkpoint
-            (``overrides`` still apply, e.g. a new limit). A ``cfg`` given beside it only
-            registers what its file defines (hooks, envs); its settings must equal the
-            saved ones.
-        progress: show a progress bar / periodic lines on stdout.
+            config dict / EasyDict (None with ``resume=``).
+        verbose: 1 (default) shows progress on stdout (a bar on a terminal, a line every
+            few seconds otherwise) and the closing summary; 0 prints nothing.
+        **options: keyword-only, those of :class:`~ding_lite.entry.options.RunOptions`
+            but the parallel ones: ``seed``, ``max_env_step``, ``max_train_iter``,
+            ``overrides``, ``exp_dir``, ``device``, ``resume``.
 
     Returns:
-        The trained policy; ``policy.result`` holds the figures written to result.json.
+        A :class:`~ding_lite.entry.trained.predict.TrainedRun`: ``predict(obs)``,
+        ``result`` (the figures written to result.json), ``model``, ``policy``, ``run_dir``.
+
+    Raises:
+        TypeError: a positional argument after ``cfg``, or an unknown keyword.
+        ConfigError: a bad config, override or option (nothing is written).
+        RunInterrupted: SIGINT or SIGTERM ended the run (result.json written first).
+        DiskFullError: a write failed for lack of space.
     """
     start = time.perf_counter()
-    if resume is not None:
-        cfg = resume_config(resume, cfg)
-        exp_dir = str(resume)
-    elif cfg is None:
-        raise ConfigError("serial_pipeline needs a config (or resume=EXP_DIR)")
-    cfg = compile_config(
-        cfg,
-        overrides,
-        seed=seed,
-        max_env_step=max_env_step,
-        exp_dir=exp_dir,
-        device=device,
-        max_train_iter=max_train_iter,
-    )
-    # Choosing and locking the dir is one step, so two runs started at once never share it.
-    lock = claim_exp_dir(cfg, resuming=resume is not None)
-    with lock, _sigterm_as_exit():
-        run = _build_run(cfg, lock, resume)
-        return run.run(start, progress, lock)
+    opts = RunOptions.of_call("serial_pipeline", args, options, parallel=False)
+    with sigterm_interrupts():  # SIGTERM unwinds the run like Ctrl-C, result.json and all
+        cfg = compile_run_config(cfg, opts)
+        # Choosing and locking the dir is one step, so two runs started at once never share it.
+        with RunDir.claim(cfg, resuming=opts.resume is not None) as run_dir:
+            run = _build_run(cfg, run_dir)
+            result = run.run(start, verbose, run_dir)
+    if verbose:
+        print(summary(result), flush=True)
+    return TrainedRun(run.policy, run.env.obs_shape, run.env.action_space, result)
 
 
-def _build_run(cfg: Any, lock: ExpDirLock, resume: str | Path | None) -> SerialRun:
+def _build_run(cfg: Any, run_dir: RunDir) -> SerialRun:
     """Builds the run in its locked dir; a failure removes what the claim created."""
     try:
-        if resume is not None:
-            ckpt = lock.path / "ckpt"
-            if latest_checkpoint(ckpt) is not None:  # unreadable ones are skipped at load
-                hook = {"load_ckpt_before_run": str(ckpt)}
-                cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, hook)
-            else:
-                resume_afresh(lock.path)
-        cfg.exp_dir = str(lock.path)
-        return SerialRun(cfg, lock.path, resuming=resume is not None)
-    except BaseException as err:
-        if resume is None:
-            lock.discard()
-        if isinstance(err, SystemExit):  # SIGTERM during start-up
-            raise RunInterrupted("SIGTERM") from None
+        return SerialRun(cfg, run_dir.path, resuming=run_dir.resuming)
+    except BaseException:
+        run_dir.discard_if_untrained(trained=False)
         raise
-
-
-@contextlib.contextmanager
-def _sigterm_as_exit() -> Iterator[None]:
-    """SIGTERM raises SystemExit(143) in the main thread while the run lasts, so the run
-    unwinds (result.json, lock, removing a dir it never used) instead of dying mid-write."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_sigterm(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class SerialRun:
@@ -224,13 +170,14 @@ class SerialRun:
             return "max_train_iter"
         return None
 
-    def run(self, start: float, progress: bool, lock: ExpDirLock) -> Policy:
-        """Trains until solved, a limit or a stop request; writes result.json.
+    def run(self, start: float, verbose: int, run_dir: RunDir) -> dict[str, Any]:
+        """Trains until solved, a limit or a stop request; writes and returns result.json.
 
         Args:
             start: ``time.perf_counter()`` when the call began (for ``wall_s``).
-            progress: show progress on stdout.
-            lock: the hold on ``run_dir``; discarded if the run fails before training.
+            verbose: show progress on stdout (0: nothing).
+            run_dir: the hold on the run's dir; what the run created goes if it fails
+                before training.
 
         Raises:
             RunInterrupted: SIGINT or SIGTERM ended the run (result.json written first).
@@ -238,49 +185,40 @@ class SerialRun:
                 could be, with ``stop_reason`` "disk_full").
         """
         try:
-            return self._run(start, progress)
-        except KeyboardInterrupt as err:
-            self._fail(err, start, lock)
+            return self._run(start, verbose, run_dir)
+        except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM's RunInterrupted
+            self._fail(err, start, run_dir)
             name = getattr(err, "signal_name", "SIGINT")
-            raise RunInterrupted(name, self._resumable()) from None
-        except SystemExit as err:  # SIGTERM, turned into SystemExit(143)
-            self._fail(err, start, lock)
-            raise RunInterrupted("SIGTERM", self._resumable()) from None
+            raise RunInterrupted(name, run_dir.resumable()) from None
         except BaseException as err:
-            self._fail(err, start, lock)
+            self._fail(err, start, run_dir)
             raise
 
-    def _resumable(self) -> Path | None:
-        """The run dir when it holds a checkpoint to resume from."""
-        ckpt = self.run_dir / "ckpt"
-        return self.run_dir if ckpt.is_dir() and latest_checkpoint(ckpt) else None
-
-    def _fail(self, err: BaseException, start: float, lock: ExpDirLock) -> None:
+    def _fail(self, err: BaseException, start: float, run_dir: RunDir) -> None:
         """Books a run that did not end normally; the caller re-raises."""
-        if self.learner.train_iter == 0 and not self.resuming:
-            lock.discard()  # it never trained: leave nothing, so the command can be re-run
+        # One that never trained leaves nothing, so the command can simply be re-run.
+        if run_dir.discard_if_untrained(trained=self.learner.train_iter > 0):
             return
         if isinstance(err, DiskFullError):
             self.stop_reason = DISK_FULL
-        elif isinstance(err, KeyboardInterrupt | SystemExit):
+        elif isinstance(err, KeyboardInterrupt):
             self.stop_reason = INTERRUPTED
         else:
             return
+        detail = str(err) if isinstance(err, DiskFullError) else ""
         try:
-            result = self._result(time.perf_counter() - start, 0.0)
-            result["stop_detail"] = str(err) if isinstance(err, DiskFullError) else ""
-            write_result(result, self.run_dir)
+            run_dir.write_result(self._result(start, stop_detail=detail))
         except OSError as write_err:  # DiskFullError too; the caller reports the first error
-            self.logger.info(f"could not write result.json: {write_err}")
+            self.logger.info(f"could not write {RESULT_FILE}: {write_err}")
 
-    def _run(self, start: float, progress: bool) -> Policy:
+    def _run(self, start: float, verbose: int, run_dir: RunDir) -> dict[str, Any]:
         cfg, learner = self.cfg, self.learner
         log_handler = None
         try:
             with learner.auto_checkpoint():
                 learner.call_hook("before_run")
                 # Only now, with every input accepted, does the run write anything.
-                save_config(cfg, self.run_dir)
+                run_dir.prepare(cfg)
                 log_handler = setup_file_logging(self.run_dir / "log.txt")
                 learner.tb_logger = build_tb_logger(self.run_dir / "tb")
                 resumed = (
@@ -290,7 +228,7 @@ class SerialRun:
                     f"run {cfg.exp_name}: env {cfg.env.name} x{cfg.env.num_envs} on "
                     f"{self.device}, dir {self.run_dir}{resumed}"
                 )
-                sps_meter = self._loop(progress)
+                sps_meter = self._loop(verbose)
                 learner.call_hook("after_run")
         finally:
             learner.close()
@@ -299,14 +237,13 @@ class SerialRun:
             if log_handler is not None:
                 get_logger().removeHandler(log_handler)
                 log_handler.close()
-        result = self._result(time.perf_counter() - start, sps_meter.sps())
-        write_result(result, self.run_dir)
-        self.policy.result = result
-        return self.policy
+        result = self._result(start, sps_meter.sps())
+        run_dir.write_result(result)
+        return result
 
-    def _loop(self, progress: bool) -> _SpsMeter:
+    def _loop(self, verbose: int) -> _SpsMeter:
         learner, collector, tb_logger = self.learner, self.collector, self.learner.tb_logger
-        bar = Progress(self.cfg.max_env_step, enabled=progress)
+        bar = Progress(self.cfg.max_env_step, enabled=bool(verbose))
         sps_meter = _SpsMeter(collector.envstep)
         try:
             while True:
@@ -337,32 +274,26 @@ class SerialRun:
             bar.close()
         return sps_meter
 
-    def _result(self, wall: float, sps: float) -> dict[str, Any]:
+    def _result(self, start: float, sps: float = 0.0, **extra: Any) -> dict[str, Any]:
         ev = self.last_eval or EvalResult(None, None, None, 0, False)  # none ran
-        result = {
-            "exp_name": self.cfg.exp_name,
-            "exp_dir": str(self.run_dir),
-            "env": self.cfg.env.name,
-            "seed": self.cfg.seed,
-            "solved": bool(self.solved),
-            "stop_reason": self.stop_reason,
-            "stop_value": self.cfg.evaluator.stop_value,
-            "eval_return_mean": ev.return_mean,
-            "eval_return_std": ev.return_std,
-            "eval_episodes": ev.n_episodes,
-            "train_return_mean": self.collector.mean_recent_return(),
-            "envstep": self.collector.envstep,
-            "train_iter": self.learner.train_iter,
-            "wall_s": round(wall, 3),
-            "sps": round(sps, 1),
-            "best_checkpoint": f"ckpt/{BEST_CKPT}" if self.best.path.is_file() else None,
-            "best_eval_return": self.best.return_mean,
-            "skipped_steps": getattr(self.policy, "skipped_steps", 0),
-            "restarts": 0,  # the serial pipeline restarts nothing
-        }
+        figures = RunFigures(
+            solved=bool(self.solved),
+            stop_reason=self.stop_reason,
+            eval_return_mean=ev.return_mean,
+            eval_episodes=ev.n_episodes,
+            train_return_mean=self.collector.mean_recent_return(),
+            envstep=self.collector.envstep,
+            train_iter=self.learner.train_iter,
+            wall_s=time.perf_counter() - start,
+            sps=sps,
+            has_best_checkpoint=self.best.path.is_file(),
+            best_eval_return=self.best.return_mean,
+            skipped_steps=getattr(self.policy, "skipped_steps", 0),
+            restarts=0,  # the serial pipeline restarts nothing
+        )
         if ev.win_rate is not None:
-            result["eval_win_rate"] = ev.win_rate
-        return result
+            extra["eval_win_rate"] = ev.win_rate
+        return build_result(self.cfg, figures, eval_return_std=ev.return_std, **extra)
 
 
 class _SpsMeter:

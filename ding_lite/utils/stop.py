@@ -1,10 +1,19 @@
-"""Why a run stopped, and the exit code each reason gives: one vocabulary for both pipelines.
+"""Why a run stopped, the exit code each reason gives, and the one SIGTERM policy.
 
 ``result.json`` carries ``stop_reason``; the command line exits with :func:`exit_code`.
+
+SIGTERM is met in one way everywhere (command line, both pipelines, workers, a learner's
+checkpoint-on-exit): :func:`sigterm_interrupts` makes it raise :class:`RunInterrupted`, so
+the code unwinds like Ctrl-C (``finally`` blocks, result.json, a last checkpoint). Only this
+module installs a SIGTERM handler; a test checks it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 # The run did what it was asked: exit 0.
@@ -55,15 +64,98 @@ def exit_code(stop_reason: str | None, signal_name: str | None = None) -> int:
     return EXIT_FAILED
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """A run ended by SIGINT or SIGTERM, raised after its result.json was written.
+class RunInterrupted(SystemExit, KeyboardInterrupt):
+    """A run ended by SIGINT or SIGTERM: the one exception either signal ends a run with.
 
-    A KeyboardInterrupt, so code that already handles Ctrl-C handles it; the command line
-    exits with :func:`exit_code` of ``"interrupted"`` and :attr:`signal_name`.
+    A KeyboardInterrupt, so code that handles Ctrl-C handles SIGTERM the same way; and a
+    SystemExit whose code is the signal's exit code (130 or 143), so a script that does not
+    catch it exits as the shell expects, without a traceback. The command line exits with
+    :func:`exit_code` of ``"interrupted"`` and :attr:`signal_name`.
+
+    Attributes:
+        signal_name: ``"SIGINT"`` or ``"SIGTERM"``.
+        resume_dir: the run dir, when it holds a checkpoint to resume from (else None).
     """
 
     def __init__(self, signal_name: str = "SIGINT", resume_dir: Any = None) -> None:
-        super().__init__(signal_name)
+        super().__init__(exit_code(INTERRUPTED, signal_name))
         self.signal_name = signal_name
-        #: The run dir, when it holds a checkpoint to resume from (else None).
         self.resume_dir = resume_dir
+
+    def __str__(self) -> str:
+        return self.signal_name
+
+
+class _SigtermState:
+    """The handler installed by the outermost :func:`sigterm_interrupts` block."""
+
+    depth = 0
+    received = False
+    previous: Any = None
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`RunInterrupted` ``("SIGTERM")``.
+
+    Main thread only (Python delivers signals there; elsewhere a no-op). Blocks nest: the
+    outermost one installs the handler and restores the previous one when it ends. Only the
+    first SIGTERM raises; later ones, while the code unwinds from it (writing result.json,
+    a checkpoint, stopping workers), are ignored, so a second signal cannot cut that short.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state = _SigtermState
+    if state.depth == 0:
+        state.received = False
+        state.previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    state.depth += 1
+    try:
+        yield
+    finally:
+        state.depth -= 1
+        if state.depth == 0:
+            signal.signal(signal.SIGTERM, state.previous)
+            state.previous = None
+
+
+def sigterm_received() -> bool:
+    """Whether SIGTERM arrived inside the current :func:`sigterm_interrupts` block."""
+    return _SigtermState.received
+
+
+def interrupted_by() -> str:
+    """``"SIGTERM"`` when SIGTERM arrived inside the current block, else ``"SIGINT"``."""
+    return "SIGTERM" if _SigtermState.received else "SIGINT"
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    if _SigtermState.received:
+        return  # already stopping
+    _SigtermState.received = True
+    raise RunInterrupted("SIGTERM")
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[list[int]]:
+    """Holds SIGINT and SIGTERM back for the block; yields the list of those that came.
+
+    For steps a signal must not split (an import whose initialisation swallows it, a child
+    process started but not yet recorded). The previous handlers are back when the block
+    ends; the caller then acts on the first signal held (main thread only; elsewhere Python
+    delivers no signal and the list stays empty).
+    """
+    arrived: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield arrived
+        return
+    previous = {
+        signum: signal.signal(signum, lambda n, frame: arrived.append(n))
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield arrived
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -84,25 +84,29 @@ def _module_name(path: Path) -> str:
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(line, absolute module name) of every import in the file."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = _module_name(path)
-    if path.name != "__init__.py":
-        package = package.rsplit(".", 1)[0]
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                name = node.module or ""
+            name = _from_module(node, path)
             found.append((node.lineno, name))
             # ``from ding_lite import worker`` style: the imported names may be packages.
             if name == "ding_lite":
                 found += [(node.lineno, f"ding_lite.{a.name}") for a in node.names]
     return found
+
+
+def _from_module(node: ast.ImportFrom, path: Path) -> str:
+    """The absolute name of the module a ``from ... import`` in ``path`` reads from."""
+    if not node.level:
+        return node.module or ""
+    package = _module_name(path)
+    if path.name != "__init__.py":
+        package = package.rsplit(".", 1)[0]
+    base = package.split(".")
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def _violations() -> list[str]:
@@ -168,3 +172,104 @@ def test_lazy_package_exports_resolve() -> None:
         assert getattr(ding_lite, name) is not None
     with pytest.raises(AttributeError):
         ding_lite.no_such_name  # noqa: B018
+
+
+# --- import circles ------------------------------------------------------------------------
+
+
+def _edges(path: Path, known: set[str]) -> set[str]:
+    """The ding_lite modules ``path`` imports, at module level or inside a function.
+
+    ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to
+    ``pkg`` (its ``__init__``). An import of a submodule is not counted as an import of
+    the package above it: a package ``__init__`` that re-exports its submodules is no
+    circle by itself, while a submodule importing its own package's ``__init__`` that
+    imports it back is. Imports under ``if TYPE_CHECKING:`` never run and are left out.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    name = _module_name(path)
+    skipped = {
+        id(node)
+        for guard in ast.walk(tree)
+        if isinstance(guard, ast.If) and "TYPE_CHECKING" in ast.unparse(guard.test)
+        for stmt in guard.body
+        for node in ast.walk(stmt)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            module = _from_module(node, path)
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                found.add(sub if sub in known else module)
+    return {m for m in found if m in known and m != name}
+
+
+def _import_circles() -> list[list[str]]:
+    """Every set of ding_lite modules that import each other in a circle (Tarjan's strongly
+    connected components of the import graph, larger than one module)."""
+    paths = {_module_name(p): p for p in _modules()}
+    known = set(paths)
+    graph = {name: sorted(_edges(path, known)) for name, path in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_import_circle() -> None:
+    """No two ding_lite modules import each other, directly or through others: entry/
+    (entry importing entry included) and every other package, which had none when this
+    check came (imports inside functions count; ``TYPE_CHECKING`` ones do not)."""
+    circles = _import_circles()
+    assert not circles, "import circles (break them):\n" + "\n".join(map(" -> ".join, circles))
+
+
+def test_the_circle_check_sees_a_lazy_circle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    fake_root = tmp_path / "ding_lite"
+    (fake_root / "entry").mkdir(parents=True)
+    (fake_root / "__init__.py").write_text("")
+    (fake_root / "entry" / "__init__.py").write_text("from ding_lite.entry.a import f\n")
+    (fake_root / "entry" / "a.py").write_text("from ding_lite.entry.b import g\nf = g\n")
+    (fake_root / "entry" / "b.py").write_text(
+        "def g():\n    from ding_lite.entry import f\n    return f\n"
+        "def h():\n    from .c import x\n    return x\n"
+    )
+    (fake_root / "entry" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import g\nx = 1\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE_ROOT", fake_root)
+    # a -> b -> the package's __init__ (for f) -> a: one circle, though b imports it lazily;
+    # c's TYPE_CHECKING import is none.
+    assert _import_circles() == [["ding_lite.entry", "ding_lite.entry.a", "ding_lite.entry.b"]]

@@ -10,8 +10,8 @@ import pytest
 from docs_helpers import DOCS
 
 from ding_lite.config import compile_config
-from ding_lite.entry import ppo_agent  # noqa: F401  (registers the ppo opponent, as entry points do)
 from ding_lite.entry.cli import build_parser
+from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the ppo opponent, as entry points do)
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.agents import _AGENTS
 from ding_lite.envs.aircombat.env import OBS_DIM

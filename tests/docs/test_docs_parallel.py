@@ -31,7 +31,8 @@ from ding_lite.coordinator.coordinator import ADOPT_AFTER_S, MAX_LEARNER_FAILURE
 from ding_lite.coordinator.ledger import LEDGER_KEYS, OUTCOMES, RolloutLedger
 from ding_lite.coordinator.watchdog import STALL_FACTOR, Backoff, QuietLog
 from ding_lite.data.files import write_rollout
-from ding_lite.entry import cli, launcher, parallel, roles, run_report
+from ding_lite.entry import cli, parallel, roles, run_report
+from ding_lite.entry.launch import local as launcher
 from ding_lite.entry.run_dir import lock_exp_dir
 from ding_lite.interaction import Code, HttpClient, Master, Slave, protocol, server
 from ding_lite.interaction.client import DEFAULT_TIMEOUT

@@ -142,7 +142,8 @@ def test_parallel_and_coordinator_exit_with_the_code_of_their_stop_reason(
     def finish(*args, **kwargs):
         if outcome.startswith("SIG"):
             raise RunInterrupted(outcome)  # raised after the result was written
-        return {"stop_reason": outcome, "exp_dir": "x"}
+        figures = dict(solved=False, eval_return_mean=None, envstep=0, train_iter=0)
+        return {**figures, "wall_s": 1.0, "sps": 0.0, "stop_reason": outcome, "exp_dir": "x"}
 
     monkeypatch.setattr(parallel, "parallel_pipeline", finish)
     monkeypatch.setattr(parallel, "compile_parallel_config", lambda *a, **k: None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from ding_lite.config import compile_config
-from ding_lite.entry import launcher
+from ding_lite.entry.launch import local as launcher
 
 
 class FakeProc:

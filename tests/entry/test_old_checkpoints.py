@@ -4,7 +4,7 @@
 import torch
 
 from ding_lite import serial_pipeline
-from ding_lite.entry.evaluate import evaluate_checkpoint
+from ding_lite.entry.trained.evaluate import evaluate_checkpoint
 from ding_lite.utils.file_io import safe_torch_load
 
 SMALL = [

@@ -268,7 +268,7 @@ def test_per_role_commands_join_a_coordinator(tmp_path):
 def test_worker_threads_leave_the_collectors_their_cores(
     monkeypatch, role, cores, collectors, threads
 ):
-    from ding_lite.entry import launcher
+    from ding_lite.entry.launch import local as launcher
 
     monkeypatch.setattr(launcher.os, "sched_getaffinity", lambda pid: set(range(cores)))
     assert launcher.worker_threads(role, collectors) == threads
@@ -276,7 +276,7 @@ def test_worker_threads_leave_the_collectors_their_cores(
 
 def test_spawn_sets_worker_threads_unless_the_user_did(monkeypatch, tmp_path):
     from ding_lite.config import compile_config
-    from ding_lite.entry import launcher
+    from ding_lite.entry.launch import local as launcher
 
     seen = []
     monkeypatch.setattr(launcher.subprocess, "Popen", lambda cmd, **kw: seen.append(kw["env"]))

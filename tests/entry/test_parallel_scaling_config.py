@@ -30,7 +30,7 @@ def test_the_ray_launcher_without_ray_says_what_to_install(tmp_path, monkeypatch
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
     )
-    with pytest.raises(ConfigError, match=r"pip install 'ding-lite\[ray\]'"):
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[ray\]'\)$"):
         parallel.compile_parallel_config(
             "cartpole_ppo_parallel", launcher="ray", exp_dir=str(tmp_path / "run")
         )

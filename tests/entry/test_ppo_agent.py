@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from ding_lite.config import compile_config
-from ding_lite.entry.ppo_agent import PPOAgent
+from ding_lite.entry.trained.ppo_agent import PPOAgent
 from ding_lite.envs import create_env
 from ding_lite.envs.aircombat import create_agent
 from ding_lite.envs.aircombat import physics as P
@@ -109,3 +109,19 @@ def test_clear_errors(ckpt, tmp_path):
         create_agent("ppo", num_envs=2, ckpt=ckpt, config="cartpole_ppo")
     with pytest.raises(CheckpointError, match="does not fit"):  # trained with 2 action columns
         create_agent("ppo", num_envs=2, ckpt=ckpt, overrides=["env.kwargs.throttle=none"])
+
+
+def test_serial_command_trains_against_a_ppo_opponent(aircombat_ckpt, tmp_path):
+    """The documented command works in a fresh process: the serial pipeline itself
+    registers the "ppo" agent (nothing imported it first)."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", "aircombat_ppo", "-q",
+           "--exp-dir", str(tmp_path / "run"), "--max-train-iter", "1", "env.num_envs=8",
+           "policy.collect.n_steps=8", "evaluator.n_episodes=2", "policy.learn.batch_size=64",
+           "env.kwargs.opponent=ppo",
+           f"env.kwargs.opponent_kwargs.ckpt={aircombat_ckpt}"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "run" / "result.json").is_file()

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ding_lite.entry.cli import main
-from ding_lite.entry.render import TrackedAirCombatEnv, _flights, render_match
+from ding_lite.entry.trained.render import TrackedAirCombatEnv, _flights, render_match
 
 
 def test_tracked_env_keeps_the_positions_autoreset_overwrites():
@@ -81,4 +81,5 @@ def test_missing_matplotlib_is_one_line_error(aircombat_ckpt, tmp_path, capsys, 
     args = ["render", "-c", "aircombat_ppo", "--ckpt", str(aircombat_ckpt)]
     assert main([*args, "--out", str(tmp_path / "x.png")]) == 2
     err = capsys.readouterr().err
-    assert "pip install 'ding-lite[render]'" in err and len(err.strip().splitlines()) == 1
+    assert "pip install matplotlib (in a ding_lite checkout: pip install -e '.[render]')" in err
+    assert len(err.strip().splitlines()) == 1

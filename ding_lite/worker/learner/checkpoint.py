@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from ding_lite.utils.errors import CheckpointError, DiskFullError
 from ding_lite.utils.file_io import safe_torch_load
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.paths import BEST_CKPT
+from ding_lite.utils.stop import sigterm_interrupts
 
 __all__ = [
     "BEST_CKPT",
@@ -186,31 +185,22 @@ def checkpoint_on_exit(learner: Any) -> Iterator[None]:
     """Saves a checkpoint of ``learner`` when the block is left by an exception, SIGINT or
     SIGTERM (once it has trained), then re-raises.
 
-    SIGTERM (in the main thread) raises ``SystemExit(143)`` inside the block. A full disk
-    (DiskFullError) is re-raised without trying to save.
+    SIGTERM (in the main thread) raises :class:`~ding_lite.utils.stop.RunInterrupted` inside
+    the block (:func:`~ding_lite.utils.stop.sigterm_interrupts`; uncaught, it exits with 143).
+    A full disk (DiskFullError) is re-raised without trying to save.
     """
-    restore = None
-    if threading.current_thread() is threading.main_thread():
-        restore = signal.getsignal(signal.SIGTERM)
-
-        def on_sigterm(signum: int, frame: Any) -> None:
-            raise SystemExit(128 + signum)
-
-        signal.signal(signal.SIGTERM, on_sigterm)
-    try:
-        yield
-    except (DiskFullError, GroupLost):
-        # A checkpoint would go to the same full disk; a lost group stopped mid-update, and
-        # all its ranks restart from the last checkpoint they share.
-        raise
-    except BaseException:
-        if learner.policy is not None and learner.train_iter > 0:
-            try:
-                path = learner.save_checkpoint()
-                learner.logger.warning(f"interrupted; saved checkpoint {path}")
-            except Exception as err:  # keep the original error; say why saving failed
-                learner.logger.error(f"interrupted; could not save a checkpoint: {err}")
-        raise
-    finally:
-        if restore is not None:
-            signal.signal(signal.SIGTERM, restore)
+    with sigterm_interrupts():
+        try:
+            yield
+        except (DiskFullError, GroupLost):
+            # A checkpoint would go to the same full disk; a lost group stopped mid-update,
+            # and all its ranks restart from the last checkpoint they share.
+            raise
+        except BaseException:
+            if learner.policy is not None and learner.train_iter > 0:
+                try:
+                    path = learner.save_checkpoint()
+                    learner.logger.warning(f"interrupted; saved checkpoint {path}")
+                except Exception as err:  # keep the original error; say why saving failed
+                    learner.logger.error(f"interrupted; could not save a checkpoint: {err}")
+            raise

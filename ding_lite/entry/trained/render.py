@@ -3,7 +3,7 @@
 P1 flies the checkpoint's policy with the experiment's eval actions (the mode unless
 ``policy.eval.deterministic`` is false, as in ``aircombat_ppo``), P2 the experiment's opponent. The
 picture shows both aircraft tracks, every missile's flight, where each aircraft started and
-where one was destroyed. matplotlib is an optional dependency (``ding-lite[render]``).
+where one was destroyed. matplotlib is an optional dependency (the ``render`` extra).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from ding_lite.config.config import compile_config
-from ding_lite.entry import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
+from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.env import AirCombatEnv
 from ding_lite.policy import policy_from_checkpoint
@@ -166,7 +166,10 @@ def _figure_class() -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise DingLiteError("render needs matplotlib; pip install 'ding-lite[render]'") from None
+        raise DingLiteError(
+            "render needs matplotlib: pip install matplotlib "
+            "(in a ding_lite checkout: pip install -e '.[render]')"
+        ) from None
     return Figure
 
 

@@ -8,6 +8,7 @@ policy (frozen); Box actions come back clipped to the space's bounds.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from ding_lite.utils.errors import CheckpointError
 from ding_lite.utils.log import get_logger
 from ding_lite.worker.learner.checkpoint import BEST_CKPT, latest_valid_checkpoint, read_checkpoint
 
-__all__ = ["TrainedPolicy", "find_checkpoint", "load_policy"]
+__all__ = ["TrainedPolicy", "TrainedRun", "find_checkpoint", "load_policy"]
 
 
 def find_checkpoint(path: str | Path) -> Path:
@@ -63,7 +64,7 @@ class TrainedPolicy:
         model: torch.nn.Module,
         obs_shape: tuple[int, ...],
         action_space: ActionSpace,
-        checkpoint: Path,
+        checkpoint: Path | None,
         train_iter: int,
     ) -> None:
         self.model = model.eval().requires_grad_(False)
@@ -151,3 +152,51 @@ def load_policy(path: str | Path, device: str | torch.device = "cpu") -> Trained
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise CheckpointError(f"{path}: cannot rebuild its policy: {first}") from None
     return TrainedPolicy(model.to(device), obs_shape, space, path, int(state.get("train_iter", 0)))
+
+
+class TrainedRun:
+    """What ``serial_pipeline`` returns: the trained policy, ready to predict, and its run.
+
+    Any other attribute is the trained policy's (``optimizer``, ``learn_mode``, ...), so
+    code written for the policy the pipeline used to return keeps working.
+
+    Attributes:
+        policy: the trained :class:`~ding_lite.policy.Policy` (``learn_mode``,
+            ``collect_mode``, ``eval_mode``).
+        model: its actor-critic network (``policy.model``).
+        result: the figures written to ``result.json``.
+        run_dir: the run's experiment dir.
+        obs_shape, action_space: one observation's shape and the env's action space.
+    """
+
+    def __init__(
+        self, policy: Any, obs_shape: tuple[int, ...], action_space: ActionSpace, result: dict
+    ) -> None:
+        self.policy = policy
+        self.model = policy.model
+        self.result = result
+        self.run_dir = Path(result["exp_dir"])
+        self.obs_shape = tuple(obs_shape)
+        self.action_space = action_space
+        self._trained: TrainedPolicy | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("policy", "_trained"):
+            raise AttributeError(name)  # not yet set (copy, pickle): no recursion
+        return getattr(self.policy, name)
+
+    def predict(self, obs: Any, deterministic: bool = True) -> Any:
+        """Actions for one observation or a batch, as :meth:`TrainedPolicy.predict` gives
+        them for a checkpoint of this run (a frozen copy of the final model acts)."""
+        if self._trained is None:
+            model = copy.deepcopy(self.model)
+            self._trained = TrainedPolicy(
+                model, self.obs_shape, self.action_space, None, self.result["train_iter"]
+            )
+        return self._trained.predict(obs, deterministic)
+
+    def __repr__(self) -> str:
+        return (
+            f"TrainedRun(run_dir='{self.run_dir}', train_iter={self.result['train_iter']}, "
+            f"solved={self.result['solved']})"
+        )

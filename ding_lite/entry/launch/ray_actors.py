@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ding_lite.entry.launcher import Launcher, worker_threads
+from ding_lite.entry.launch.local import Launcher, worker_threads
 from ding_lite.utils.errors import ConfigError
 
 try:
@@ -111,7 +111,10 @@ class RayLauncher(Launcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if ray is None:
-            raise ConfigError("--launcher ray needs Ray: pip install 'ding-lite[ray]'")
+            raise ConfigError(
+                "--launcher ray needs Ray: pip install 'ray[default]' (in a ding_lite "
+                "checkout: pip install -e '.[ray]')"
+            )
         self._owns_ray = False
         self._groups: dict[str, Any] = {}  # worker id -> its placement group
         self._actor_cls = ray.remote(WorkerActor)

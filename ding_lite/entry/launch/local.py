@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 from ding_lite.utils.distributed import free_port
 from ding_lite.utils.log import get_logger
+from ding_lite.utils.stop import signals_held
 
 CHILD_STOP_S = 8.0  # children get this long to exit before they are killed
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)  # wait before the n-th restart of one worker
@@ -282,23 +282,12 @@ def worker_threads(role: str, collectors: int, learners: int = 1) -> int:
 
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Holds SIGINT and SIGTERM back for the block (main thread only; elsewhere Python
-    delivers no signal anyway), then raises the first that came, under the old handler."""
-    if threading.current_thread() is not threading.main_thread():
+    """Holds SIGINT and SIGTERM back for the block, then raises the first that came, under
+    the handler the block found."""
+    with signals_held() as arrived:
         yield
-        return
-    arrived: list[int] = []
-    previous = {
-        signum: signal.signal(signum, lambda n, frame: arrived.append(n))
-        for signum in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if arrived:
-            signal.raise_signal(arrived[0])
+    if arrived:
+        signal.raise_signal(arrived[0])
 
 
 def _kill(proc: subprocess.Popen) -> None:

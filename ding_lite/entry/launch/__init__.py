@@ -1,0 +1,5 @@
+"""Launchers: how a parallel run's learner and collector workers are started and restarted.
+
+:mod:`.local` starts them as child processes of this machine; :mod:`.ray_actors` as Ray
+actors, on this machine or a Ray cluster. Both feed the same restart policy.
+"""

@@ -1,0 +1,96 @@
+"""The run lifecycle both pipelines share: options, result.json and the closing summary."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from ding_lite import parallel_pipeline, serial_pipeline
+from ding_lite.coordinator import RunStatus
+from ding_lite.entry import lifecycle, parallel, roles, run_report, serial
+from ding_lite.entry.lifecycle import round_figure
+
+SMALL = ["env.num_envs=4", "policy.collect.n_steps=16", "evaluator.n_episodes=2"]
+# The first line of every summary, serial or parallel.
+FIRST_LINE = re.compile(
+    r"^(solved|not solved \(\w+\)): eval return (-|-?[\d.]+ over \d+ episodes)"
+    r"( \(win rate [\d.]+%\))?, \d+ env steps, \d+ iterations, [\d.]+ s \([\d,]+ SPS\)"
+    r"(, \d+ restart\(s\))?$"
+)
+
+
+def test_one_summary_function_serves_both_pipelines():
+    assert serial.summary is parallel.summary is roles.summary is lifecycle.summary
+    assert run_report.summary is lifecycle.summary
+
+
+def _check_summary(out: str, run_dir) -> list[str]:
+    lines = out.strip().splitlines()
+    assert lines[-1] == f"run dir: {run_dir}", out
+    first = next(i for i, line in enumerate(lines) if FIRST_LINE.match(line))
+    return lines[first:]
+
+
+def test_serial_and_parallel_print_the_same_summary(tmp_path, capsys, monkeypatch):
+    run = serial_pipeline(
+        "cartpole_ppo", max_train_iter=1, overrides=SMALL, exp_dir=str(tmp_path / "s")
+    )
+    lines = _check_summary(capsys.readouterr().out, run.run_dir)
+    assert len(lines) == 2 and " over 2 episodes, 64 env steps, 1 iterations" in lines[0]
+    assert lines[0].startswith("not solved (max_train_iter): ")
+
+    def fake_run(cfg, outcome, say, interval, register):
+        status = RunStatus(envstep=512, train_iter=2, eval_return=21.5, stop_reason="stalled")
+        status.stop_detail, status.ledger = "no iteration for 300 s", {"trained": 8}
+        result = run_report.run_result(cfg, status, 1.0)
+        outcome["run_dir"].write_result(result)
+        return result, False
+
+    monkeypatch.setattr(parallel, "_run", fake_run)
+    result = parallel_pipeline("cartpole_ppo_parallel", exp_dir=str(tmp_path / "p"))
+    lines = _check_summary(capsys.readouterr().out, tmp_path / "p")
+    assert lines[0].startswith("not solved (stalled): eval return 21.50 over ")
+    assert f"over {result['eval_episodes']} episodes, 512 env steps" in lines[0]
+    assert lines[1:] == [
+        "stopped: no iteration for 300 s",
+        "rollouts: trained 8",
+        f"run dir: {tmp_path / 'p'}",
+    ]
+
+
+def test_verbose_0_prints_nothing(tmp_path, capsys):
+    serial_pipeline(
+        "cartpole_ppo", max_train_iter=1, overrides=SMALL, exp_dir=str(tmp_path), verbose=0
+    )
+    assert capsys.readouterr().out == ""
+
+
+def test_both_pipelines_take_the_config_then_keywords_only(tmp_path):
+    with pytest.raises(TypeError, match=r"only positional argument.*max_env_step"):
+        serial_pipeline("cartpole_ppo", 0, 1000)
+    with pytest.raises(TypeError, match=r"only positional argument"):
+        parallel_pipeline("cartpole_ppo_parallel", 0)
+    with pytest.raises(TypeError, match=r"collectors \(parallel_pipeline only\)"):
+        serial_pipeline("cartpole_ppo", collectors=2)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument total_timesteps"):
+        parallel_pipeline("cartpole_ppo_parallel", total_timesteps=10)
+    assert not list(tmp_path.iterdir())
+
+
+def test_result_json_figures_are_rounded_in_one_place(tmp_path):
+    assert [round_figure(x) for x in (487.123456, 0.000123456, 0.623456, 12345.6789, 0.0)] == [
+        487.123,
+        0.0001235,
+        0.6235,
+        12345.679,
+        0.0,
+    ]
+    serial_pipeline(
+        "cartpole_ppo", max_train_iter=1, overrides=SMALL, exp_dir=str(tmp_path), verbose=0
+    )
+    result = json.loads((tmp_path / "result.json").read_text())
+    for key, value in result.items():
+        if isinstance(value, float):
+            assert value == round_figure(value), key

@@ -132,6 +132,7 @@ class SerialRun:
         self.last_eval: EvalResult | None = None
         self.solved = False
         self.stop_reason: str | None = None
+        self.sps_meter: _SpsMeter | None = None  # from the first rollout of this run
 
     def _evaluate(self, tb_logger: Any) -> None:
         result = self.last_eval = self.evaluator.eval()
@@ -228,7 +229,7 @@ class SerialRun:
                     f"run {cfg.exp_name}: env {cfg.env.name} x{cfg.env.num_envs} on "
                     f"{self.device}, dir {self.run_dir}{resumed}"
                 )
-                sps_meter = self._loop(verbose)
+                self._loop(verbose)
                 learner.call_hook("after_run")
         finally:
             learner.close()
@@ -237,14 +238,14 @@ class SerialRun:
             if log_handler is not None:
                 get_logger().removeHandler(log_handler)
                 log_handler.close()
-        result = self._result(start, sps_meter.sps())
+        result = self._result(start)
         run_dir.write_result(result)
         return result
 
-    def _loop(self, verbose: int) -> _SpsMeter:
+    def _loop(self, verbose: int) -> None:
         learner, collector, tb_logger = self.learner, self.collector, self.learner.tb_logger
-        bar = Progress(self.cfg.max_env_step, enabled=bool(verbose))
-        sps_meter = _SpsMeter(collector.envstep)
+        bar = Progress(self.cfg.max_env_step, enabled=bool(verbose), start=collector.envstep)
+        sps_meter = self.sps_meter = _SpsMeter(collector.envstep)
         try:
             while True:
                 if learner.train_iter > 0 and self._eval_due():
@@ -259,22 +260,25 @@ class SerialRun:
                     data = collector.collect()
                 learner.train(data, collector.envstep)
                 _log_train(tb_logger, collector, sps_meter)
-                rates = collector.outcome_rates()
-                bar.update(
-                    collector.envstep,
-                    learner.train_iter,
-                    collector.mean_recent_return(),
-                    self.last_eval.return_mean if self.last_eval else None,
-                    win_rate=None if rates is None else rates["win_rate"],
-                )
+                self._show(bar)
             # End on a fresh evaluation unless the last one just solved the env.
             if not self.solved:
                 self._evaluate(tb_logger)
+                self._show(bar)  # the last frame shows the figure the summary gives
         finally:
             bar.close()
-        return sps_meter
 
-    def _result(self, start: float, sps: float = 0.0, **extra: Any) -> dict[str, Any]:
+    def _show(self, bar: Progress) -> None:
+        rates = self.collector.outcome_rates()
+        bar.update(
+            self.collector.envstep,
+            self.learner.train_iter,
+            self.collector.mean_recent_return(),
+            self.last_eval.return_mean if self.last_eval else None,
+            win_rate=None if rates is None else rates["win_rate"],
+        )
+
+    def _result(self, start: float, **extra: Any) -> dict[str, Any]:
         ev = self.last_eval or EvalResult(None, None, None, 0, False)  # none ran
         figures = RunFigures(
             solved=bool(self.solved),
@@ -285,7 +289,8 @@ class SerialRun:
             envstep=self.collector.envstep,
             train_iter=self.learner.train_iter,
             wall_s=time.perf_counter() - start,
-            sps=sps,
+            # This run's own steps over its own loop time, interrupted or not.
+            sps=self.sps_meter.sps() if self.sps_meter is not None else 0.0,
             has_best_checkpoint=self.best.path.is_file(),
             best_eval_return=self.best.return_mean,
             skipped_steps=getattr(self.policy, "skipped_steps", 0),

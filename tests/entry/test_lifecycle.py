@@ -94,3 +94,50 @@ def test_result_json_figures_are_rounded_in_one_place(tmp_path):
     for key, value in result.items():
         if isinstance(value, float):
             assert value == round_figure(value), key
+
+
+def test_progress_prints_a_first_line_at_once_and_sps_of_this_run_only(capsys):
+    from ding_lite.entry.progress import Progress
+
+    bar = Progress(1000, enabled=True, interval=60.0, start=500)  # a run resumed at 500
+    bar.update(600, 3, 1.0, None)
+    bar.update(700, 4, 1.0, None)  # within the interval: no second line
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("envstep=600 iter=3 SPS=")
+    sps = float(line.split("SPS=")[1].split()[0].replace(",", ""))
+    assert sps > 0  # counted from 100 steps of this run, not 600
+
+
+def test_an_interrupted_run_records_its_real_sps(tmp_path):
+    from ding_lite.utils.stop import RunInterrupted
+
+    run = tmp_path / "run"
+    original = serial.BaseLearner.train
+
+    def train_then_ctrl_c(self, data, envstep):
+        info = original(self, data, envstep)
+        if self.train_iter == 2:
+            raise KeyboardInterrupt
+        return info
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(serial.BaseLearner, "train", train_then_ctrl_c)
+        with pytest.raises(RunInterrupted):
+            serial_pipeline("cartpole_ppo", overrides=SMALL, exp_dir=str(run), verbose=0)
+    result = json.loads((run / "result.json").read_text())
+    assert result["stop_reason"] == "interrupted" and result["sps"] > 0
+
+
+@pytest.mark.parametrize(
+    "name", ["cartpole_ppo", "cartpole_ppo_1", "gym_ppo_12", "pendulum_ppo_parallel_2"]
+)
+def test_gitignore_matches_every_run_dir_a_run_may_choose(name):
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("needs a git checkout")
+    check = subprocess.run(["git", "check-ignore", "-q", f"{name}/result.json"], cwd=root)
+    assert check.returncode == 0, f"{name}/ is not ignored"

@@ -234,9 +234,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    # argparse fills a positional list once: overrides after eval's --episodes N go here.
-    if extra and getattr(args, "paths", None) is not None and not _flags(extra):
-        args.paths += extra
+    # argparse fills a positional list only once: overrides given after a flag
+    # (``serial -c EXP a.b=1 --seed 0 c.d=2``, ``eval RUN_DIR --episodes 9 a.b=1``) come
+    # back here and join the subcommand's list (run dir and overrides, or overrides).
+    listed = "paths" if getattr(args, "paths", None) is not None else "overrides"
+    if extra and getattr(args, listed, None) is not None and not _flags(extra):
+        setattr(args, listed, [*getattr(args, listed), *extra])
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:

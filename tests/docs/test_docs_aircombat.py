@@ -11,9 +11,9 @@ from docs_helpers import DOCS
 
 from ding_lite.config import compile_config
 from ding_lite.entry.cli import build_parser
-from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the ppo opponent, as entry points do)
+from ding_lite.entry.trained import ppo_agent  # noqa: F401  (the page lists "ppo" too)
 from ding_lite.envs.aircombat import physics as P
-from ding_lite.envs.aircombat.agents import _AGENTS
+from ding_lite.envs.aircombat.agents import AGENT_REGISTRY
 from ding_lite.envs.aircombat.env import OBS_DIM
 
 PAGE = DOCS / "aircombat.rst"
@@ -60,7 +60,7 @@ def test_observation_table_has_one_row_per_feature():
 
 def test_opponents_are_the_registered_agents():
     names = re.findall(r"^``([a-z_]+)``", region("opponents"), flags=re.M)
-    assert sorted(names) == sorted(_AGENTS)
+    assert sorted(names) == sorted(AGENT_REGISTRY.names())
 
 
 def test_experiment_fixes_the_throttle_as_stated():
@@ -74,7 +74,12 @@ COMMANDS = re.findall(r"^    (ding-lite .+)$", PAGE.read_text(encoding="utf-8"),
 def test_commands_parse_and_their_overrides_compile(command):
     args = build_parser().parse_args(shlex.split(command)[1:])
     assert args.command in ("serial", "eval", "render")
-    compile_config(args.config, args.overrides)
+    overrides = getattr(args, "overrides", None)
+    if overrides is None:  # eval and render: RUN_DIR and the overrides share the positionals
+        overrides = [a for a in args.paths if "=" in a]
+    # Without -c, eval reads the run dir's config.json; this page's run dirs are named after
+    # their experiment (``ding-lite serial -c aircombat_ppo`` writes ./aircombat_ppo).
+    compile_config(args.config or "aircombat_ppo", overrides)
 
 
 def test_every_command_is_shown():

@@ -20,10 +20,12 @@ def run_cli(*args, timeout=120):
 
 
 def test_short_cli_run(tmp_path):
+    # Overrides may come before the flags, between them and after them (as users type).
     out = run_cli(
         "serial",
         "-c",
         "cartpole_ppo",
+        *SMALL[:2],
         "--seed",
         "2",
         "--exp-dir",
@@ -34,7 +36,7 @@ def test_short_cli_run(tmp_path):
         "1e-3",
         "--n-epochs",
         "2",
-        *SMALL,
+        *SMALL[2:],
     )
     assert out.returncode == 0, out.stderr
     assert "not solved" in out.stdout and "256 env steps" in out.stdout
@@ -44,6 +46,7 @@ def test_short_cli_run(tmp_path):
     assert cfg["policy"]["learn"]["learning_rate"] == 1e-3
     assert cfg["policy"]["learn"]["n_epochs"] == 2
     assert cfg["max_env_step"] == 256
+    assert cfg["env"]["num_envs"] == 4 and cfg["policy"]["learn"]["batch_size"] == 32
 
 
 @pytest.mark.parametrize(

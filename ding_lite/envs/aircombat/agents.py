@@ -237,9 +237,8 @@ AGENT_REGISTRY: Registry[AgentFactory] = Registry("agent")
 AGENT_REGISTRY.register("rule_based", CrankAgent)
 AGENT_REGISTRY.register("placeholder", PlaceholderAgent)
 AGENT_REGISTRY.register("random", RandomAgent)
-_AGENTS = AGENT_REGISTRY  # the name tests/docs/test_docs_aircombat.py imports
 # Registered by the layer that may load policies; named here only for the error message.
-_REGISTERED_ELSEWHERE = {"ppo": "ding_lite.entry.ppo_agent"}
+_REGISTERED_ELSEWHERE = {"ppo": "ding_lite.entry.trained.ppo_agent"}
 
 
 def register_agent(name: str, factory: AgentFactory | None = None, *, force: bool = False) -> Any:
@@ -258,8 +257,9 @@ def create_agent(
     """Builds the agent registered as ``name`` for ``num_envs`` env copies.
 
     ``kwargs`` go to the agent, e.g. ``fire_prob`` for ``"random"``, or ``ckpt`` (required),
-    ``config`` and ``deterministic`` for ``"ppo"`` (:class:`ding_lite.entry.ppo_agent.PPOAgent`,
-    registered when that module is imported: envs import no policy code).
+    ``config`` and ``deterministic`` for ``"ppo"``
+    (:class:`ding_lite.entry.trained.ppo_agent.PPOAgent`, registered when that module is
+    imported: envs import no policy code).
 
     Raises:
         RegistryError: Unknown name (a ``ValueError`` and a ``KeyError``); the message lists

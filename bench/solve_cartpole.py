@@ -25,7 +25,7 @@ WINDOW = 20
 
 def run_ding_lite(seed: int, max_env_step: int, exp_dir: Path) -> dict:
     from ding_lite.config import compile_config
-    from ding_lite.entry.run_dir import claim_exp_dir
+    from ding_lite.entry.lifecycle import RunDir
     from ding_lite.entry.serial import SerialRun
     from ding_lite.worker.learner import LearnerHook
 
@@ -37,8 +37,8 @@ def run_ding_lite(seed: int, max_env_step: int, exp_dir: Path) -> dict:
         exp_dir=str(exp_dir),
     )
     start = time.perf_counter()
-    lock = claim_exp_dir(cfg)
-    run = SerialRun(cfg, lock.path)
+    run_dir = RunDir.claim(cfg, resuming=False)
+    run = SerialRun(cfg, run_dir.path)
     hit: dict = {}
 
     class TrainReturnTarget(LearnerHook):
@@ -51,8 +51,8 @@ def run_ding_lite(seed: int, max_env_step: int, exp_dir: Path) -> dict:
                 engine.request_stop("training return target reached")
 
     run.learner.register_hook(TrainReturnTarget("train_return_target", 0, position="before_iter"))
-    with lock:
-        run.run(start, progress=False, lock=lock)
+    with run_dir:
+        run.run(start, verbose=0, run_dir=run_dir)
     if not hit:
         return {
             "solved": False,

@@ -7,7 +7,9 @@ instance: no Ray process (so no Ray port) is left, and the chaos teardown checks
 
 from __future__ import annotations
 
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,9 +38,13 @@ def ray_processes() -> dict[int, str]:
 
 
 @pytest.fixture
-def ray_baseline(chaos):
-    """Ray processes that existed before the test; at teardown no other may be left."""
+def ray_baseline(chaos, monkeypatch):
+    """Ray processes that existed before the test; at teardown no other may be left, nor
+    the Ray instance's session files (kept in a folder of the test's, not /tmp/ray)."""
     before = set(ray_processes())
+    # Ray's socket paths must stay under 108 bytes: a short folder of /tmp, not tmp_path.
+    ray_tmp = tempfile.mkdtemp(prefix="dlray", dir="/tmp")
+    monkeypatch.setenv("RAY_TMPDIR", ray_tmp)  # the launcher's children inherit it
 
     def check() -> None:
         left = {}
@@ -47,6 +53,7 @@ def ray_baseline(chaos):
             left = {p: c for p, c in ray_processes().items() if p not in before}
             for pid in left:
                 send(pid, signal.SIGKILL)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
         assert gone, f"Ray processes left behind: {left}"
 
     chaos.after_teardown.append(check)

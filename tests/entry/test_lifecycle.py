@@ -141,3 +141,24 @@ def test_gitignore_matches_every_run_dir_a_run_may_choose(name):
         pytest.skip("needs a git checkout")
     check = subprocess.run(["git", "check-ignore", "-q", f"{name}/result.json"], cwd=root)
     assert check.returncode == 0, f"{name}/ is not ignored"
+
+
+def test_sps_of_a_resumed_run_counts_only_the_steps_it_made(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    serial_pipeline("cartpole_ppo", overrides=SMALL, exp_dir=str(run), max_env_step=256, verbose=0)
+    meters = []
+
+    class RecordingMeter(serial._SpsMeter):
+        def __init__(self, envstep: int) -> None:
+            super().__init__(envstep)
+            meters.append(self)
+
+    monkeypatch.setattr(serial, "_SpsMeter", RecordingMeter)
+    serial_pipeline(resume=str(run), max_env_step=512, verbose=0)
+    (meter,) = meters
+    assert (meter._envstep0, meter.envstep) == (256, 512)  # the resumed part only
+    clock = iter([10.0, 12.0])
+    monkeypatch.setattr(serial.time, "perf_counter", lambda: next(clock))
+    meter = serial._SpsMeter(256)
+    meter.envstep = 512
+    assert meter.sps() == 128.0  # 256 steps of this run in 2 s, not 512

@@ -20,6 +20,7 @@ _EXPORTS = {
     "PPOPolicy": "ding_lite.policy",
     "SerialCollector": "ding_lite.worker.collector",
     "TrainedPolicy": "ding_lite.entry.trained.predict",
+    "TrainedRun": "ding_lite.entry.trained.predict",
     "compile_config": "ding_lite.config",
     "create_env": "ding_lite.envs",
     "get_config": "ding_lite.config",
@@ -37,6 +38,7 @@ __all__ = [
     "PPOPolicy",
     "SerialCollector",
     "TrainedPolicy",
+    "TrainedRun",
     "compile_config",
     "create_env",
     "get_config",
@@ -50,7 +52,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     from ding_lite.config import compile_config, get_config
     from ding_lite.entry.parallel import parallel_pipeline
     from ding_lite.entry.serial import serial_pipeline
-    from ding_lite.entry.trained.predict import TrainedPolicy, load_policy
+    from ding_lite.entry.trained.predict import TrainedPolicy, TrainedRun, load_policy
     from ding_lite.envs import create_env
     from ding_lite.policy import PPOPolicy
     from ding_lite.worker.collector import Evaluator, SerialCollector

@@ -216,6 +216,21 @@ def _flags(items: list[str]) -> list[str]:
     return [item for item in items if item.startswith("-")]
 
 
+def _flag_hint(extra: list[str]) -> str:
+    """What an unknown flag another library uses is called here (``--ent-coef``: SB3's
+    ent_coef is policy.learn.entropy_weight, flag ``--entropy-coef``), or ""."""
+    from ding_lite.config.foreign_names import foreign_hint
+
+    for flag in _flags(extra):
+        name = flag.lstrip("-").split("=", 1)[0].replace("-", "_")
+        hint = foreign_hint(name)
+        if hint:
+            key = hint.split(" is ", 1)[1].split()[0]
+            short = [f"--{n.replace('_', '-')}" for n, (k, _) in SHORTHANDS.items() if k == key]
+            return hint + (f"; flag {short[0]}" if short else f"; pass {key}=VALUE")
+    return ""
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     import_for(args.command)
     commands = {
@@ -241,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra and getattr(args, listed, None) is not None and not _flags(extra):
         setattr(args, listed, [*getattr(args, listed), *extra])
     elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{_flag_hint(extra)}")
     if args.command is None:
         parser.print_help()
         return 2

@@ -62,3 +62,13 @@ def test_help_of_every_subcommand_does_not_import_torch():
         [sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_flags_of_other_libraries_are_answered_with_ours():
+    out = run_cli("serial", "-c", "cartpole_ppo", "--ent-coef", "0.1")
+    assert out.returncode == 2
+    last = out.stderr.strip().splitlines()[-1]
+    assert "--ent-coef" in last and "policy.learn.entropy_weight" in last
+    assert last.endswith("flag --entropy-coef")
+    out = run_cli("serial", "-c", "cartpole_ppo", "--no-such-flag")
+    assert out.stderr.strip().splitlines()[-1].endswith("unrecognized arguments: --no-such-flag")

@@ -53,7 +53,8 @@ ALLOWED = {
     "worker": {"utils", "config", "worker.learner", "worker.collector"},
 }
 # Single modules a layer may import outside its allowed layers: pure-Python helpers that
-# import no other ding_lite module (rl_utils registers its estimators on the common Registry).
+# import nothing heavy (utils.registry imports only utils.errors, which imports nothing of
+# ding_lite); rl_utils registers its estimators on the common Registry.
 ALLOWED_MODULES = {"rl_utils": {"ding_lite.utils.registry"}}
 # Layers that move JSON and metadata only: they never import torch.
 TORCH_FREE = {"interaction", "coordinator"}

@@ -34,7 +34,7 @@ setup(
         "render": ["matplotlib"],
         # ding-lite parallel --launcher ray: workers as Ray actors, on one machine or a cluster.
         "ray": ["ray>=2.9"],
-        # The docs site: sphinx-build -W -b html docs docs/_build (docs/conf.py).
+        # The docs site: sphinx-build -W -b html docs build/docs (docs/conf.py).
         "docs": ["sphinx>=7", "furo"],
         # The tests build the docs site too (tests/docs), so they need what it needs.
         "test": [
@@ -45,6 +45,7 @@ setup(
             "ray>=2.9",
             "sphinx>=7",
             "furo",
+            "docutils",  # the reST parser under the docs tests' Sphinx build
         ],
         "bench": ["gymnasium[mujoco]>=1.0", "stable-baselines3"],
     },

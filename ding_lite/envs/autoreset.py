@@ -163,6 +163,25 @@ class ResetPool:
         self._cursor = int(state["cursor"])
 
 
+OBSERVE_MODES = ("full", "position")
+
+
+def observes_position_only(env_name: str, observe: str) -> bool:
+    """Whether ``observe`` (an env's ``observe`` argument) hides the velocities.
+
+    ``"full"`` shows the whole state; ``"position"`` shows positions only, so a policy needs
+    memory to tell how the state moves.
+
+    Raises:
+        ValueError: ``observe`` is neither mode.
+    """
+    if observe not in OBSERVE_MODES:
+        raise ValueError(
+            f"{env_name}: observe must be one of {', '.join(OBSERVE_MODES)}, got {observe!r}"
+        )
+    return observe == "position"
+
+
 class PooledStateEnv(TensorVectorEnv):
     """A ``TensorVectorEnv`` whose physical state is one ``[N, D]`` tensor reset from a pool.
 

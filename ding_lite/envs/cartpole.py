@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ding_lite.envs.autoreset import PooledStateEnv
+from ding_lite.envs.autoreset import PooledStateEnv, observes_position_only
 from ding_lite.envs.base import StepResult
 from ding_lite.envs.spaces import Discrete
 
@@ -34,9 +34,10 @@ class CartPoleEnv(PooledStateEnv):
     """Batched CartPole-v1: keep a pole upright by pushing its cart left or right.
 
     Observation float32 ``[N, 4]``: cart position, cart velocity, pole angle (rad), pole
-    angular velocity. Action ``Discrete(2)``: 0 pushes left, 1 pushes right. Episodes end when
-    ``|x| > 2.4`` or ``|theta| > 12 deg`` (terminated) or after ``max_episode_steps``
-    (truncated).
+    angular velocity; with ``observe="position"``, ``[N, 2]``: cart position and pole angle
+    only (the velocities hidden, so a policy needs memory). Action ``Discrete(2)``: 0 pushes
+    left, 1 pushes right. Episodes end when ``|x| > 2.4`` or ``|theta| > 12 deg``
+    (terminated) or after ``max_episode_steps`` (truncated).
 
     Attributes:
         state: ``[N, 4]`` physical state (x, x_dot, theta, theta_dot) of ``dtype``. Write into
@@ -53,6 +54,7 @@ class CartPoleEnv(PooledStateEnv):
         seed: int | None = None,
         max_episode_steps: int | None = 500,
         dtype: torch.dtype = torch.float32,
+        observe: str = "full",
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -63,10 +65,16 @@ class CartPoleEnv(PooledStateEnv):
             max_episode_steps: Truncation limit; gymnasium's CartPole-v1 uses 500.
             dtype: Dtype of the physical state. float64 reproduces gymnasium's numbers to
                 rounding; observations are float32 either way.
+            observe: ``"full"`` (the four state variables) or ``"position"`` (cart position
+                and pole angle: the task then needs memory).
+
+        Raises:
+            ValueError: an unknown ``observe``.
         """
+        self._position_only = observes_position_only(self.name, observe)
         super().__init__(
             num_envs=num_envs,
-            obs_shape=(4,),
+            obs_shape=(2,) if self._position_only else (4,),
             action_space=Discrete(2),
             max_episode_steps=max_episode_steps,
             device=device,
@@ -159,7 +167,9 @@ class CartPoleEnv(PooledStateEnv):
             done if mask_dims == 1 else done.unsqueeze(1), pool_rows, next_rows, out=state_rows
         )
         self._pool.advance()
-        if self.dtype == torch.float32:
+        if self._position_only:
+            obs, final_obs = self._obs_of(self._state), self._obs_of(self._next)
+        elif self.dtype == torch.float32:
             obs, final_obs = self._state.clone(), self._next.clone()
         else:
             obs, final_obs = self._state.to(torch.float32), self._next.to(torch.float32)
@@ -221,6 +231,9 @@ class CartPoleEnv(PooledStateEnv):
         return reward, terminated
 
     def _obs_of(self, state: Tensor) -> Tensor:
+        if self._position_only:  # x and theta, the even columns, in fresh memory
+            columns = state[:, 0::2].clone(memory_format=torch.contiguous_format)
+            return columns.to(torch.float32)
         return _float32_copy(state)
 
 

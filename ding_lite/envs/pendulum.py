@@ -11,7 +11,7 @@ import math
 import torch
 from torch import Tensor
 
-from ding_lite.envs.autoreset import PooledStateEnv
+from ding_lite.envs.autoreset import PooledStateEnv, observes_position_only
 from ding_lite.envs.spaces import Box
 
 MAX_SPEED = 8.0
@@ -26,7 +26,9 @@ INIT_THETA_DOT = 1.0
 class PendulumEnv(PooledStateEnv):
     """Batched Pendulum-v1: swing a pendulum up and hold it with a bounded torque.
 
-    Observation float32 ``[N, 3]``: ``cos(theta)``, ``sin(theta)``, ``theta_dot``. Action
+    Observation float32 ``[N, 3]``: ``cos(theta)``, ``sin(theta)``, ``theta_dot``; with
+    ``observe="position"``, ``[N, 2]``: ``cos(theta)``, ``sin(theta)`` (the angular velocity
+    hidden, so a policy needs memory). Action
     ``Box(low=(-2.0,), high=(2.0,))`` of shape ``[N, 1]``, clipped to the bounds. Reward is
     ``-(angle_normalize(theta)^2 + 0.1 theta_dot^2 + 0.001 u^2)`` for the state before the
     step; ``theta = 0`` is upright.
@@ -47,6 +49,7 @@ class PendulumEnv(PooledStateEnv):
         max_episode_steps: int | None = 200,
         g: float = 10.0,
         dtype: torch.dtype = torch.float32,
+        observe: str = "full",
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -57,10 +60,16 @@ class PendulumEnv(PooledStateEnv):
             max_episode_steps: Truncation limit; gymnasium's Pendulum-v1 uses 200.
             g: Gravitational acceleration.
             dtype: Dtype of the physical state; float64 reproduces gymnasium's numbers.
+            observe: ``"full"`` (cos, sin and the angular velocity) or ``"position"`` (cos
+                and sin only: the task then needs memory).
+
+        Raises:
+            ValueError: an unknown ``observe``.
         """
+        self._position_only = observes_position_only(self.name, observe)
         super().__init__(
             num_envs=num_envs,
-            obs_shape=(3,),
+            obs_shape=(2,) if self._position_only else (3,),
             action_space=Box(low=(-MAX_TORQUE,), high=(MAX_TORQUE,)),
             max_episode_steps=max_episode_steps,
             device=device,
@@ -91,4 +100,7 @@ class PendulumEnv(PooledStateEnv):
 
     def _obs_of(self, state: Tensor) -> Tensor:
         theta, theta_dot = state.unbind(1)
-        return torch.stack((theta.cos(), theta.sin(), theta_dot), dim=1).to(torch.float32)
+        shown = [theta.cos(), theta.sin()]
+        if not self._position_only:
+            shown.append(theta_dot)
+        return torch.stack(shown, dim=1).to(torch.float32)

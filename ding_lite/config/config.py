@@ -52,6 +52,7 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "policy.learn.grad_accum_steps": (lambda v: v >= 1, "at least 1"),
     "policy.learn.clip_ratio": (lambda v: v > 0, "positive"),
     "policy.learn.grad_clip_norm": (lambda v: v is None or v > 0, "positive or none"),
+    "policy.learn.value_clip_range": (lambda v: v is None or v > 0, "positive or none"),
     "policy.learn.optimizer": (lambda v: v in ("adam", "adamw"), "'adam' or 'adamw'"),
     "policy.model.activation": (lambda v: v in ("tanh", "relu"), "'tanh' or 'relu'"),
     "policy.collect.n_steps": (lambda v: v >= 1, "at least 1"),

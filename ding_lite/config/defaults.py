@@ -75,8 +75,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             adam_eps=1e-5,
             # PPO ratio clip epsilon.
             clip_ratio=0.2,
-            # Clip the value loss around the old values with clip_ratio.
+            # Clip the value loss around the old values (with value_clip_range).
             value_clip=False,
+            # The value's clip range with value_clip (None: clip_ratio, the ratio's range).
+            value_clip_range=None,
             # Weight of the value loss.
             value_weight=0.5,
             # Weight of the entropy bonus.
@@ -214,6 +216,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     "max_env_step": (int,),
     "max_train_iter": (int,),
     "policy.learn.grad_clip_norm": (float, int),
+    "policy.learn.value_clip_range": (float, int),
     "policy.learn.target_kl": (float, int),
     "evaluator.stop_value": (float, int),
     "evaluator.min_train_return": (float, int),

@@ -107,6 +107,15 @@ class PPOPolicy(Policy):
             return learn.learning_rate
         return learn.learning_rate * max(0.0, 1.0 - self._iter / self._total_iters)
 
+    def _value_clip_range(self) -> float | None:
+        """The value loss's clip range: None without ``value_clip``, else
+        ``value_clip_range`` (None there: the ratio's ``clip_ratio``, as PPO's paper does)."""
+        learn = self.cfg.learn
+        if not learn.value_clip:
+            return None
+        own = learn.get("value_clip_range")
+        return learn.clip_ratio if own is None else float(own)
+
     def _forward_learn(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
         """One PPO update on ``data``, then the rollouts' statistics summaries are merged
         (``obs_norm_update`` / ``ret_norm_update``, one row per rollout): the next policy
@@ -165,7 +174,7 @@ class PPOPolicy(Policy):
                     self.model,
                     mb,
                     clip_ratio=learn.clip_ratio,
-                    value_clip=learn.value_clip,
+                    value_clip_range=self._value_clip_range(),
                     ref_model=ref_model,
                 )
                 if value_only:

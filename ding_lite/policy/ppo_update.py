@@ -51,7 +51,7 @@ class LossTerms(NamedTuple):
 
     Attributes:
         pg_loss: Clipped surrogate policy loss, with gradient.
-        v_loss: Critic loss, ``0.5 * MSE`` (clipped with ``value_clip``), with gradient.
+        v_loss: Critic loss, ``0.5 * MSE`` (clipped with ``value_clip_range``), with gradient.
         entropy: Mean entropy of the action distribution, with gradient (a bonus).
         approx_kl: Estimate of KL(behaviour || current), detached; steers ``target_kl``.
         clipfrac: Fraction of samples whose ratio left the clip range, detached.
@@ -121,7 +121,7 @@ def loss_terms(
     mb: Minibatch,
     *,
     clip_ratio: float,
-    value_clip: bool,
+    value_clip_range: float | None,
     ref_model: nn.Module | None = None,
 ) -> LossTerms:
     """Computes a minibatch's PPO loss terms with the current model.
@@ -129,8 +129,9 @@ def loss_terms(
     Args:
         model: The actor-critic; ``model(obs)`` returns ``(dist, value)``.
         mb: The minibatch.
-        clip_ratio: The ratio's clip range; also the value's with ``value_clip``.
-        value_clip: Clip the value loss around the values predicted at collection time.
+        clip_ratio: The ratio's clip range.
+        value_clip_range: Clip the value loss around the values predicted at collection
+            time to this range, or None for the plain loss.
         ref_model: The reference policy of the KL penalty (its ``get_dist``), or None for
             ``kl_ref = 0``.
 
@@ -139,7 +140,7 @@ def loss_terms(
     """
     dist, newvalue = model(mb.obs)
     pg = ppo_policy_loss(dist.log_prob(mb.action), mb.logp, mb.adv, clip_ratio)
-    v_loss = ppo_value_loss(newvalue, mb.value, mb.ret, clip_ratio if value_clip else None)
+    v_loss = ppo_value_loss(newvalue, mb.value, mb.ret, value_clip_range)
     kl_ref = torch.zeros((), device=newvalue.device)
     if ref_model is not None:
         with torch.no_grad():

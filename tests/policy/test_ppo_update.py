@@ -64,7 +64,7 @@ def test_rank_parts_make_up_the_whole_minibatch(ranks):
 def test_loss_terms_by_name():
     model = _model()
     mb = next(minibatches(_data(), torch.arange(20), 10, normalize=False))
-    terms = loss_terms(model, mb, clip_ratio=0.2, value_clip=False)
+    terms = loss_terms(model, mb, clip_ratio=0.2, value_clip_range=None)
     assert isinstance(terms, LossTerms)
     assert LossTerms._fields == ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "kl_ref")
     dist, value = model(mb.obs)
@@ -76,20 +76,22 @@ def test_loss_terms_by_name():
     assert terms.kl_ref.item() == 0.0 and not terms.kl_ref.requires_grad
     assert terms.pg_loss.requires_grad and terms.v_loss.requires_grad
     assert terms.entropy.requires_grad and not terms.approx_kl.requires_grad
-    clipped = loss_terms(model, mb._replace(value=mb.ret + 5), clip_ratio=0.2, value_clip=True)
+    clipped = loss_terms(model, mb._replace(value=mb.ret + 5), clip_ratio=0.2, value_clip_range=0.2)
     assert clipped.v_loss > terms.v_loss  # the value may move only 0.2 from the old one
 
 
 def test_kl_to_the_reference():
     model = _model()
     mb = next(minibatches(_data(), torch.arange(20), 10, normalize=False))
-    same = loss_terms(model, mb, clip_ratio=0.2, value_clip=False, ref_model=copy.deepcopy(model))
+    same = loss_terms(
+        model, mb, clip_ratio=0.2, value_clip_range=None, ref_model=copy.deepcopy(model)
+    )
     assert same.kl_ref.item() == pytest.approx(0.0, abs=1e-7)
     ref = copy.deepcopy(model)
     with torch.no_grad():
         for p in ref.parameters():
             p.add_(0.3)
-    terms = loss_terms(model, mb, clip_ratio=0.2, value_clip=False, ref_model=ref)
+    terms = loss_terms(model, mb, clip_ratio=0.2, value_clip_range=None, ref_model=ref)
     assert terms.kl_ref.item() > 0 and terms.kl_ref.requires_grad
     terms.kl_ref.backward()
     assert all(p.grad is None for p in ref.parameters())  # the reference is not trained
@@ -104,3 +106,34 @@ def test_mean_terms_average_each_field():
     for j, name in enumerate(LossTerms._fields):
         assert means[name] == pytest.approx(sum(10 * i + j for i in range(3)) / 3)
     assert all(math.isnan(v) for v in mean_terms([]).values())
+
+
+@pytest.mark.parametrize(
+    ("value_clip", "value_clip_range", "expected"),
+    [(False, None, None), (False, 1.0, None), (True, None, 0.2), (True, 1.0, 1.0)],
+)
+def test_the_value_clip_range_is_its_own_or_the_ratio_s(value_clip, value_clip_range, expected):
+    overrides = [
+        "policy.model.hidden_sizes=[8]",
+        f"policy.learn.value_clip={str(value_clip).lower()}",
+        f"policy.learn.value_clip_range={value_clip_range if value_clip_range else 'none'}",
+    ]
+    cfg = compile_config("cartpole_ppo", overrides)
+    policy = PPOPolicy(cfg.policy, obs_shape=(3,), action_space=Discrete(2))
+    assert policy._value_clip_range() == expected
+
+
+def test_a_wider_value_clip_range_lets_the_value_move_further():
+    model = _model()
+    mb = next(minibatches(_data(), torch.arange(20), 10, normalize=False))
+    _, value = model(mb.obs)
+    old = (value + 0.5).detach()  # every old value 0.5 above the current one
+    mb = mb._replace(value=old, ret=value.detach() - 1.0)
+    # Range 0.2: the clipped value old - 0.2 is 1.3 from the return; range 1.0: 0.5 from it
+    # (not clipped, since the move of 0.5 is inside the range), so the loss is the plain one.
+    narrow = loss_terms(model, mb, clip_ratio=0.2, value_clip_range=0.2).v_loss
+    wide = loss_terms(model, mb, clip_ratio=0.2, value_clip_range=1.0).v_loss
+    plain = loss_terms(model, mb, clip_ratio=0.2, value_clip_range=None).v_loss
+    torch.testing.assert_close(narrow, torch.tensor(0.5 * 1.3**2), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(wide, plain)
+    torch.testing.assert_close(plain, torch.tensor(0.5 * 1.0), rtol=1e-5, atol=1e-5)

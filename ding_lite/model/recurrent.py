@@ -1,0 +1,98 @@
+"""A recurrent core (LSTM or GRU) stepped over time, its state reset where episodes start.
+
+The building block of policies with memory: a collector steps it one env step at a time,
+carrying the state per env copy; the update replays a segment of ``T`` steps from the state
+stored at the segment's start. Both go through the same cell, one step at a time, so a
+replay reproduces the collector's outputs exactly (same device and dtype).
+
+The state is one flat tensor ``[B, state_size]`` (an LSTM's ``h`` and ``c`` side by side),
+so that it rides in rollout files and checkpoints like any other tensor.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+CORES = ("lstm", "gru")
+
+
+class RecurrentCore(nn.Module):
+    """An ``nn.LSTMCell`` or ``nn.GRUCell`` with a flat state and episode resets.
+
+    Args:
+        kind: ``"lstm"`` or ``"gru"``.
+        input_size: Features of one input row.
+        hidden_size: Features of the output (the hidden state ``h``).
+
+    Raises:
+        ValueError: an unknown ``kind`` or a size below 1.
+    """
+
+    def __init__(self, kind: str, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        if kind not in CORES:
+            raise ValueError(f"recurrent core must be one of {', '.join(CORES)}, got {kind!r}")
+        if input_size < 1 or hidden_size < 1:
+            raise ValueError(
+                f"recurrent core sizes must be at least 1, got input {input_size}, "
+                f"hidden {hidden_size}"
+            )
+        self.kind = kind
+        self.hidden_size = hidden_size
+        cell = nn.LSTMCell if kind == "lstm" else nn.GRUCell
+        self.cell = cell(input_size, hidden_size)
+
+    @property
+    def state_size(self) -> int:
+        """Width of the flat state: ``2 * hidden_size`` for an LSTM (h, c), else ``hidden_size``."""
+        return 2 * self.hidden_size if self.kind == "lstm" else self.hidden_size
+
+    def initial_state(self, batch: int, device: str | torch.device = "cpu") -> Tensor:
+        """Zeros ``[batch, state_size]``: the state at the start of every episode."""
+        weight = self.cell.weight_ih
+        return torch.zeros(batch, self.state_size, device=device, dtype=weight.dtype)
+
+    def step(self, x: Tensor, state: Tensor, episode_start: Tensor) -> tuple[Tensor, Tensor]:
+        """One time step.
+
+        Args:
+            x: Inputs ``[B, input_size]``.
+            state: The state before the step, ``[B, state_size]``.
+            episode_start: Bool ``[B]``: rows whose episode starts with this input; their
+                state is zeroed before the step.
+
+        Returns:
+            ``(out, state)``: the output ``h`` ``[B, hidden_size]`` and the new state.
+        """
+        keep = (~episode_start).to(state.dtype).unsqueeze(1)
+        state = state * keep
+        if self.kind == "lstm":
+            h, c = self.cell(x, tuple(state.split(self.hidden_size, dim=1)))
+            return h, torch.cat((h, c), dim=1)
+        h = self.cell(x, state)
+        return h, h
+
+    def forward(self, x: Tensor, state: Tensor, episode_start: Tensor) -> tuple[Tensor, Tensor]:
+        """Replays ``T`` steps from ``state`` (backpropagation goes through all of them).
+
+        Args:
+            x: Inputs ``[T, B, input_size]``.
+            state: The state before the first step, ``[B, state_size]``.
+            episode_start: Bool ``[T, B]``: where an episode starts (the state is zeroed
+                before that step).
+
+        Returns:
+            ``(out, state)``: outputs ``[T, B, hidden_size]`` and the state after the last
+            step.
+        """
+        if x.dim() != 3 or episode_start.shape != x.shape[:2]:
+            raise ValueError(
+                f"recurrent core: x must be [T, B, features] and episode_start [T, B], got "
+                f"{list(x.shape)} and {list(episode_start.shape)}"
+            )
+        outs = []
+        for t in range(x.shape[0]):
+            out, state = self.step(x[t], state, episode_start[t])
+            outs.append(out)
+        return torch.stack(outs), state

@@ -39,6 +39,7 @@ from ding_lite.worker.learner.base_learner import BaseLearner
 #: Exit code of a learner rank whose group broke (a peer died, or a collective timed out).
 GROUP_LOST_EXIT = 3
 IDLE_PERIOD_S = 1.0  # rank 0 tells waiting followers it is alive this often
+CLOSE_WAIT_S = 2.0  # how long closing waits for a command still holding the group
 
 
 def build_policy(cfg: Any, device_override: str | None = None) -> tuple[Any, Any, int]:
@@ -127,10 +128,21 @@ class RankLeader:
         with self._lock, self._guard():
             self._send("stop")
 
-    def close(self) -> None:
-        """Tells the followers to exit and leaves the group (nothing if it is lost)."""
+    def close(self, timeout: float = CLOSE_WAIT_S) -> None:
+        """Tells the followers to exit and leaves the group (nothing if it is lost).
+
+        A command still holding the group after ``timeout`` seconds (a collective with a
+        peer that died without the backend noticing) counts as a lost group: ``on_lost`` is
+        called, rather than waiting for the group's own timeout.
+        """
         self._closed.set()
-        with self._lock:
+        if not self._lock.acquire(timeout=timeout):
+            self._lost = True
+            self._on_lost(
+                distributed.GroupLost(f"a collective still holds the group after {timeout:g} s")
+            )
+            return
+        try:
             if self._lost:
                 return
             try:
@@ -138,6 +150,8 @@ class RankLeader:
             except distributed.GroupLost:
                 return  # the followers are gone already
             distributed.finalize()
+        finally:
+            self._lock.release()
 
     @contextlib.contextmanager
     def _guard(self) -> Iterator[None]:

@@ -95,6 +95,9 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "policy.learn.adam_eps": (lambda v: v > 0, "positive"),
     "policy.learn.weight_decay": (lambda v: v >= 0, "0 or more"),
     "policy.model.obs_clip": (lambda v: v > 0, "positive"),
+    "policy.model.core": (lambda v: v in ("none", "lstm", "gru"), "'none', 'lstm' or 'gru'"),
+    "policy.model.core_size": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.bptt_horizon": (lambda v: v >= 1, "at least 1"),
     "learner.max_iterations": (lambda v: v >= 1, "at least 1"),
     "device": (
         lambda v: v in ("cpu", "cuda", "auto") or v.startswith("cuda:"),
@@ -393,4 +396,26 @@ def compile_config(
     if not isinstance(overrides, Mapping):
         overrides = parse_overrides(overrides)
     merged = deep_merge_dicts(merged, _validate(overrides, DEFAULT_CONFIG))
+    _check_batch_arithmetic(merged)
     return EasyDict(merged)
+
+
+def _check_batch_arithmetic(cfg: Mapping) -> None:
+    """Sizes that must divide one another, named by their keys when they do not.
+
+    Raises:
+        ConfigError: ``n_steps`` or ``batch_size`` not a whole number of segments.
+    """
+    horizon = cfg["policy"]["learn"]["bptt_horizon"]
+    n_steps = cfg["policy"]["collect"]["n_steps"]
+    batch_size = cfg["policy"]["learn"]["batch_size"]
+    if n_steps % horizon:
+        raise ConfigError(
+            f"policy.collect.n_steps={n_steps} is not a multiple of "
+            f"policy.learn.bptt_horizon={horizon}: rollouts are cut into whole segments"
+        )
+    if batch_size % horizon:
+        raise ConfigError(
+            f"policy.learn.batch_size={batch_size} is not a multiple of "
+            f"policy.learn.bptt_horizon={horizon}: a minibatch is a set of whole segments"
+        )

@@ -57,12 +57,22 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             obs_norm=False,
             # Normalized observations are clipped to [-obs_clip, obs_clip].
             obs_clip=10.0,
+            # Memory: "none" (a feed-forward policy), "lstm" or "gru" (a recurrent core
+            # between one shared encoder and the heads; its state is carried per env copy).
+            core="none",
+            # Hidden size of the recurrent core.
+            core_size=128,
         ),
         learn=dict(
             # Passes over each batch per iteration.
             n_epochs=4,
             # Minibatch size (samples per gradient step).
             batch_size=256,
+            # Steps per segment: rollouts are cut into segments of this many steps of one
+            # env copy, a minibatch is a set of whole segments, and a recurrent policy
+            # replays each from the state stored at its start (backpropagation through
+            # time). Must divide policy.collect.n_steps and policy.learn.batch_size.
+            bptt_horizon=1,
             # Adam/AdamW learning rate.
             learning_rate=3e-4,
             # Anneal the learning rate linearly to 0 over max_env_step (or max_train_iter).

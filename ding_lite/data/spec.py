@@ -39,11 +39,15 @@ class RolloutSpec:
 
     ``fields`` are per-sample tensors ``[samples, *shape]``; ``stats`` are the running
     statistics' summaries (``obs_norm_update``, ``ret_norm_update``): float64 ``[1, size]``
-    holding count, mean and M2 (see ``ding_lite.model.normalizer.summarize``).
+    holding count, mean and M2 (see ``ding_lite.model.normalizer.summarize``);
+    ``segment_fields`` are per-segment tensors ``[samples / horizon, *shape]`` (a recurrent
+    policy's ``core_state``).
     """
 
     fields: Mapping[str, FieldSpec]
     stats: Mapping[str, int] = field(default_factory=dict)
+    segment_fields: Mapping[str, FieldSpec] = field(default_factory=dict)
+    horizon: int = 1
 
 
 def rollout_spec(
@@ -53,6 +57,8 @@ def rollout_spec(
     *,
     float_dtype: torch.dtype | None = None,
     stats: Mapping[str, int] | None = None,
+    horizon: int = 1,
+    state_size: int = 0,
 ) -> RolloutSpec:
     """The spec of a rollout as ``SerialCollector.collect()`` returns it.
 
@@ -63,68 +69,93 @@ def rollout_spec(
         float_dtype: dtype of the collector's float buffers (obs, logp, value, adv, ret);
             default ``torch.get_default_dtype()``, what the collector allocates them with.
         stats: summary sizes of the running statistics the rollout carries, by key.
+        horizon: steps per segment (``policy.learn.bptt_horizon``): the sample count must
+            be a multiple of it.
+        state_size: a recurrent policy's state width: the rollout then also holds
+            ``episode_start`` (bool, per sample) and ``core_state`` (per segment).
     """
     fdt = float_dtype or torch.get_default_dtype()
     scalar = FieldSpec((), fdt)
-    return RolloutSpec(
-        {
-            "obs": FieldSpec(tuple(obs_shape), fdt),
-            "action": FieldSpec(tuple(action_shape), action_dtype),
-            "logp": scalar,
-            "value": scalar,
-            "adv": scalar,
-            "ret": scalar,
-        },
-        dict(stats or {}),
-    )
+    fields = {
+        "obs": FieldSpec(tuple(obs_shape), fdt),
+        "action": FieldSpec(tuple(action_shape), action_dtype),
+        "logp": scalar,
+        "value": scalar,
+        "adv": scalar,
+        "ret": scalar,
+    }
+    segment_fields = {}
+    if state_size:
+        fields["episode_start"] = FieldSpec((), torch.bool)
+        segment_fields["core_state"] = FieldSpec((state_size,), fdt)
+    return RolloutSpec(fields, dict(stats or {}), segment_fields, horizon)
 
 
-def probe_rollout_spec(env: Any, collect_mode: Any, device: Any = "cpu") -> RolloutSpec:
+def probe_rollout_spec(
+    env: Any, collect_mode: Any, device: Any = "cpu", horizon: int = 1
+) -> RolloutSpec:
     """Derives the spec from one action of ``collect_mode`` on a (throwaway) probe env.
 
     The random generators are left as they were, so probing does not change a run.
 
     Args:
         env: a ``TensorVectorEnv`` with at least one copy (it is reset).
-        collect_mode: the policy's collect mode (``forward(obs) -> (action, logp, value)``).
+        collect_mode: the policy's collect mode (``forward(obs) -> (action, logp, value)``,
+            or ``step`` for a recurrent one).
         device: the policy's device.
+        horizon: steps per segment (``policy.learn.bptt_horizon``).
     """
     device = torch.device(device)
     devices = [device.index or 0] if device.type == "cuda" else []
+    recurrent = bool(getattr(collect_mode, "recurrent", False))
+    state_size = 0
     with torch.random.fork_rng(devices=devices), torch.inference_mode():
         obs, _ = env.reset(seed=0)
-        action, _, _ = collect_mode.forward(obs.to(device))
+        obs = obs.to(device)
+        if recurrent:
+            state = collect_mode.initial_state(obs.shape[0], device)
+            state_size = state.shape[1]
+            starts = torch.ones(obs.shape[0], dtype=torch.bool, device=device)
+            action = collect_mode.step(obs, state, starts)[0]
+        else:
+            action, _, _ = collect_mode.forward(obs)
     stats = {}
     for key, rms in (("obs_norm_update", "obs_rms"), ("ret_norm_update", "ret_rms")):
         if getattr(collect_mode, rms, None) is not None:
             stats[key] = getattr(collect_mode, rms).summary_size
-    return rollout_spec(tuple(env.obs_shape), tuple(action.shape[1:]), action.dtype, stats=stats)
+    return rollout_spec(
+        tuple(env.obs_shape),
+        tuple(action.shape[1:]),
+        action.dtype,
+        stats=stats,
+        horizon=horizon,
+        state_size=state_size,
+    )
 
 
 def _problem(data: Any, spec: RolloutSpec, expected_size: int) -> str | None:
     """The first way ``data`` differs from ``spec`` (None: it does not)."""
     if not isinstance(data, Mapping):
         return f"its data is a {type(data).__name__}, not a dict of tensors"
-    for key in [*spec.fields, *spec.stats]:
+    known = [*spec.fields, *spec.stats, *spec.segment_fields]
+    for key in known:
         if key not in data:
             return f"missing key '{key}'"
     for key in data:
-        if key not in spec.fields and key not in spec.stats:
+        if key not in known:
             return f"unexpected key '{str(key)[:40]}'"
     for key, size in spec.stats.items():
         problem = _summary_problem(key, data[key], size)
         if problem is not None:
             return problem
     first_key, length = None, None
-    for key, want in spec.fields.items():
+    for key, want in [*spec.fields.items(), *spec.segment_fields.items()]:
         value = data[key]
-        if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
-            return f"'{key}' is not a dense tensor"
-        if value.dtype != want.dtype:
-            return f"'{key}' has dtype {value.dtype}, expected {want.dtype}"
-        if value.dim() != 1 + len(want.shape) or tuple(value.shape[1:]) != want.shape:
-            expected = ", ".join(["samples", *map(str, want.shape)])
-            return f"'{key}' has shape {tuple(value.shape)}, expected ({expected})"
+        problem = _tensor_problem(key, value, want)
+        if problem is not None:
+            return problem
+        if key in spec.segment_fields:
+            continue
         if length is None:
             first_key, length = key, value.shape[0]
         elif value.shape[0] != length:
@@ -134,10 +165,30 @@ def _problem(data: Any, spec: RolloutSpec, expected_size: int) -> str | None:
             )
     if length != expected_size:
         return f"holds {length} samples, its name says {expected_size}"
-    for key in spec.fields:
+    if length % spec.horizon:
+        return f"holds {length} samples, not whole segments of {spec.horizon} steps"
+    for key in spec.segment_fields:
+        if data[key].shape[0] * spec.horizon != length:
+            return (
+                f"'{key}' has {data[key].shape[0]} rows for {length} samples in segments of "
+                f"{spec.horizon} steps (expected {length // spec.horizon})"
+            )
+    for key in [*spec.fields, *spec.segment_fields]:
         value = data[key]
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             return f"'{key}' holds non-finite values"
+    return None
+
+
+def _tensor_problem(key: str, value: Any, want: FieldSpec) -> str | None:
+    """What is wrong with one tensor's type, dtype or row shape (None: nothing)."""
+    if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
+        return f"'{key}' is not a dense tensor"
+    if value.dtype != want.dtype:
+        return f"'{key}' has dtype {value.dtype}, expected {want.dtype}"
+    if value.dim() != 1 + len(want.shape) or tuple(value.shape[1:]) != want.shape:
+        expected = ", ".join(["samples", *map(str, want.shape)])
+        return f"'{key}' has shape {tuple(value.shape)}, expected ({expected})"
     return None
 
 

@@ -108,17 +108,7 @@ class SerialRun:
         except KeyError as err:
             raise ConfigError(err.args[0]) from None
         self.learner = BaseLearner(cfg.learner, self.policy, None, cfg.exp_name, exp_dir=run_dir)
-        collect = cfg.policy.collect
-        self.collector = SerialCollector(
-            self.env,
-            self.policy.collect_mode,
-            n_steps=collect.n_steps,
-            gamma=collect.gamma,
-            gae_lambda=collect.gae_lambda,
-            adv_estimator=self.policy.adv_estimator,
-            seed=cfg.seed,
-            stats_window=cfg.collector.stats_window,
-        )
+        self.collector = SerialCollector.from_config(self.env, self.policy, cfg, cfg.seed)
         self.learner.register_state("collector", self.collector)
         self.best = BestEval(self.learner.ckpt_dir)
         self.learner.register_state("best_eval", self.best)

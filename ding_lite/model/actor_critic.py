@@ -19,6 +19,7 @@ from .dists import (
     MultiCategoricalDist,
 )
 from .normalizer import RunningNorm
+from .recurrent import CORES, RecurrentCore
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
@@ -81,10 +82,15 @@ class ActorCritic(nn.Module):
         obs_clip: Normalized observations are clipped to [-obs_clip, obs_clip].
         return_norm: Keep running statistics of the discounted return (``ret_rms``), by
             which collectors scale rewards (``policy.learn.reward_scale``).
+        core: ``"none"``, or ``"lstm"`` / ``"gru"`` for a policy with memory: a
+            :class:`~ding_lite.model.recurrent.RecurrentCore` between one shared encoder
+            (``share_encoder`` has no effect) and the heads. Its state is carried by the
+            caller (see :meth:`step` and :meth:`forward`).
+        core_size: Hidden size of the recurrent core.
 
     Raises:
-        ValueError: For an unknown activation, an unsupported or empty action space, or a
-            ``Hybrid`` continuous part with non-finite bounds.
+        ValueError: For an unknown activation or core, an unsupported or empty action space,
+            or a ``Hybrid`` continuous part with non-finite bounds.
     """
 
     def __init__(
@@ -102,10 +108,16 @@ class ActorCritic(nn.Module):
         obs_norm: bool = False,
         obs_clip: float = 10.0,
         return_norm: bool = False,
+        core: str = "none",
+        core_size: int = 128,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; known: {', '.join(ACTIVATIONS)}")
+        if core not in ("none", *CORES):
+            raise ValueError(f"unknown core {core!r}; known: none, {', '.join(CORES)}")
+        if core != "none":
+            share_encoder = True  # one encoder feeds the one core
         shape = (obs_dim,) if isinstance(obs_dim, int) else tuple(int(s) for s in obs_dim)
         flat_dim = math.prod(shape)
         if flat_dim < 1:
@@ -121,6 +133,10 @@ class ActorCritic(nn.Module):
         self.critic_encoder = (
             None if share_encoder else _mlp_layers(flat_dim, hidden_sizes, ortho_init)
         )
+        #: The recurrent core (None: a feed-forward policy, no state).
+        self.core = None if core == "none" else RecurrentCore(core, feat_dim, int(core_size))
+        if self.core is not None:
+            feat_dim = self.core.hidden_size
 
         self._kind, head_dim, log_std_cols = self._plan_heads(action_space, state_dependent_std)
         self.policy_head = _layer_init(nn.Linear(feat_dim, head_dim), 0.01, ortho_init)
@@ -250,27 +266,84 @@ class ActorCritic(nn.Module):
         mean = torch.tanh(out[:, :d] * (1.0 / HYBRID_MEAN_BOUND)) * HYBRID_MEAN_BOUND
         return HybridDist(mean, log_std, logits, bounds)
 
-    def forward(self, obs: Tensor) -> tuple[ActionDist, Tensor]:
+    @property
+    def recurrent(self) -> bool:
+        """Whether the model has a recurrent core (a state to carry between steps)."""
+        return self.core is not None
+
+    @property
+    def state_size(self) -> int:
+        """Width of the flat recurrent state (0 without a core)."""
+        return 0 if self.core is None else self.core.state_size
+
+    def initial_state(self, batch: int, device: str | torch.device | None = None) -> Tensor:
+        """The state every episode starts from: zeros ``[batch, state_size]``."""
+        device = self.value_head.weight.device if device is None else device
+        if self.core is None:
+            return torch.zeros(batch, 0, device=device)
+        return self.core.initial_state(batch, device)
+
+    def _core_features(
+        self, obs: Tensor, state: Tensor | None, episode_start: Tensor | None
+    ) -> Tensor:
+        """Encoder then core over segments: ``obs`` holds ``S`` segments of ``T`` steps,
+        segment-major (``[S * T, ...]``), ``state`` their start states ``[S, state_size]``,
+        ``episode_start`` bool ``[S * T]``. Returns features ``[S * T, core_size]``."""
+        if state is None or episode_start is None:
+            raise ValueError("a recurrent model needs the state and episode_start of its inputs")
+        if self._flatten:
+            obs = obs.flatten(1)
+        segments = state.shape[0]
+        rows = obs.shape[0]
+        if segments < 1 or rows % segments:
+            raise ValueError(f"{rows} rows do not split into {segments} segments")
+        steps = rows // segments
+        x = self._encode(self.actor_encoder, obs).unflatten(0, (segments, steps))
+        starts = episode_start.view(segments, steps).transpose(0, 1)
+        out, _ = self.core(x.transpose(0, 1), state, starts)
+        return out.transpose(0, 1).flatten(0, 1)
+
+    def forward(
+        self, obs: Tensor, state: Tensor | None = None, episode_start: Tensor | None = None
+    ) -> tuple[ActionDist, Tensor]:
         """Runs actor and critic.
 
         Args:
-            obs: Observations, shape [B, obs_dim] (or ``[B, *obs_shape]``).
+            obs: Observations, shape [B, obs_dim] (or ``[B, *obs_shape]``). With a core: S
+                segments of T steps each, segment-major (row ``s * T + t``).
+            state: With a core, the state at the start of each segment, ``[S, state_size]``
+                (ignored without one).
+            episode_start: With a core, bool [B]: rows whose episode starts there (the state
+                is zeroed before that step).
 
         Returns:
             ``(dist, value)``: the action distribution over B rows and values of shape [B].
         """
+        if self.core is not None:
+            h = self._core_features(obs, state, episode_start)
+            return self._dist(h), self._value(h)
         h_pi, h_v = self._features(obs)
         return self._dist(h_pi), self._value(h_v)
 
-    def get_value(self, obs: Tensor) -> Tensor:
-        """Returns V(obs), shape [B]; runs only the critic (and shared trunk)."""
+    def get_value(
+        self, obs: Tensor, state: Tensor | None = None, episode_start: Tensor | None = None
+    ) -> Tensor:
+        """Returns V(obs), shape [B]; runs only the critic (and shared trunk). With a core,
+        ``state`` and ``episode_start`` as in :meth:`forward`."""
+        if self.core is not None:
+            return self._value(self._core_features(obs, state, episode_start))
         if self._flatten:
             obs = obs.flatten(1)
         layers = self.actor_encoder if self.critic_encoder is None else self.critic_encoder
         return self._value(self._encode(layers, obs))
 
-    def get_dist(self, obs: Tensor) -> ActionDist:
-        """Returns the action distribution for ``obs`` [B, ...]; runs only the actor."""
+    def get_dist(
+        self, obs: Tensor, state: Tensor | None = None, episode_start: Tensor | None = None
+    ) -> ActionDist:
+        """Returns the action distribution for ``obs`` [B, ...]; runs only the actor. With a
+        core, ``state`` and ``episode_start`` as in :meth:`forward`."""
+        if self.core is not None:
+            return self._dist(self._core_features(obs, state, episode_start))
         if self._flatten:
             obs = obs.flatten(1)
         return self._dist(self._encode(self.actor_encoder, obs))
@@ -291,6 +364,32 @@ class ActorCritic(nn.Module):
         dist, value = self(obs)
         action = dist.mode() if deterministic else dist.sample()
         return action, dist.log_prob(action), value
+
+    @torch.no_grad()
+    def step(
+        self, obs: Tensor, state: Tensor, episode_start: Tensor, deterministic: bool = False
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """One env step of a recurrent policy: :meth:`act` with the state carried.
+
+        Args:
+            obs: Observations [B, ...].
+            state: Each row's state before this step, ``[B, state_size]``.
+            episode_start: Bool [B]: rows whose episode starts with ``obs`` (their state is
+                zeroed first).
+            deterministic: Take the distribution's mode instead of sampling.
+
+        Returns:
+            ``(action, log_prob, value, state)``; ``state`` is the one after this step.
+            Without a core, :meth:`act`'s outputs and the state unchanged.
+        """
+        if self.core is None:
+            return (*self.act(obs, deterministic), state)
+        if self._flatten:
+            obs = obs.flatten(1)
+        h, state = self.core.step(self._encode(self.actor_encoder, obs), state, episode_start)
+        dist = self._dist(h)
+        action = dist.mode() if deterministic else dist.sample()
+        return action, dist.log_prob(action), self._value(h), state
 
     def evaluate_actions(self, obs: Tensor, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Scores stored actions for the PPO update (with gradient).
@@ -316,7 +415,8 @@ def build_model(
         action_space: The env's action space.
         **model_cfg: Keyword options of :class:`ActorCritic` (``hidden_sizes``,
             ``activation``, ``share_encoder``, ``log_std_init``, ``state_dependent_std``,
-            ``zero_init_value``, ``ortho_init``, ``obs_norm``, ``obs_clip``) and
+            ``zero_init_value``, ``ortho_init``, ``obs_norm``, ``obs_clip``, ``core``,
+            ``core_size``) and
             ``return_norm`` (set by the policy from ``policy.learn.reward_scale``).
 
     Returns:
@@ -341,5 +441,7 @@ MODEL_OPTIONS = (
     "ortho_init",
     "obs_norm",
     "obs_clip",
+    "core",
+    "core_size",
 )
 """Keyword options :func:`build_model` accepts."""

@@ -46,12 +46,39 @@ class CollectMode:
         self._policy = policy
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Returns ``(action, log_prob, value)`` for a batch of observations."""
+        """Returns ``(action, log_prob, value)`` for a batch of observations (a
+        feed-forward policy; a recurrent one steps with :meth:`step`)."""
         return self._policy._forward_collect(obs)
 
-    def get_value(self, obs: torch.Tensor) -> torch.Tensor:
-        """Returns V(obs), shape [B]."""
-        return self._policy._get_value(obs)
+    @property
+    def recurrent(self) -> bool:
+        """Whether the policy carries a state between steps (then use :meth:`step`)."""
+        return bool(getattr(self._policy, "recurrent", False))
+
+    def initial_state(self, batch: int, device: Any = None) -> torch.Tensor:
+        """The state every episode starts from, ``[batch, state_size]``."""
+        return self._policy.initial_state(batch, device)
+
+    def step(
+        self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of a recurrent policy: ``(action, log_prob, value, state after)``.
+
+        ``episode_start`` (bool [B]) marks rows whose episode starts with ``obs``: their
+        state is zeroed first."""
+        return self._policy._step_collect(obs, state, episode_start)
+
+    def get_value(
+        self,
+        obs: torch.Tensor,
+        state: torch.Tensor | None = None,
+        episode_start: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Returns V(obs), shape [B] (a recurrent policy: from ``state``, one row per
+        observation, as one step)."""
+        if state is None:
+            return self._policy._get_value(obs)
+        return self._policy._get_value(obs, state, episode_start)
 
     @property
     def obs_rms(self) -> Any:
@@ -80,8 +107,25 @@ class EvalMode:
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Returns the actions for a batch of raw observations (normalized inside, with the
-        statistics as they are: evaluation never updates them)."""
+        statistics as they are: evaluation never updates them). A feed-forward policy; a
+        recurrent one steps with :meth:`step`."""
         return self._policy._forward_eval(obs)
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the policy carries a state between steps (then use :meth:`step`)."""
+        return bool(getattr(self._policy, "recurrent", False))
+
+    def initial_state(self, batch: int, device: Any = None) -> torch.Tensor:
+        """The state every episode starts from, ``[batch, state_size]``."""
+        return self._policy.initial_state(batch, device)
+
+    def step(
+        self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(actions, state after)`` of a recurrent policy for raw observations;
+        ``episode_start`` (bool [B]) zeroes the state of rows whose episode starts."""
+        return self._policy._step_eval(obs, state, episode_start)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._policy.load_state_dict(state, model_only=True)

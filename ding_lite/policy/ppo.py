@@ -147,11 +147,17 @@ class PPOPolicy(Policy):
             group["lr"] = lr
         batch_size = data["obs"].shape[0]
         mb_size = min(learn.batch_size, batch_size)
+        horizon = learn.bptt_horizon
         rank, ranks = world()
-        if mb_size % ranks:
+        if batch_size % horizon:
             raise ConfigError(
-                f"policy.learn.batch_size: a minibatch of {mb_size} does not split into "
-                f"{ranks} equal parts (one per learner rank)"
+                f"a batch of {batch_size} samples is not whole segments of "
+                f"policy.learn.bptt_horizon={horizon}"
+            )
+        if (mb_size // horizon) % ranks:
+            raise ConfigError(
+                f"policy.learn.batch_size: a minibatch of {mb_size // horizon} segments of "
+                f"{horizon} steps does not split into {ranks} equal parts (one per learner rank)"
             )
         value_only = self._iter < learn.value_warmup_iters
         kl_coef = self._kl_coef
@@ -161,7 +167,7 @@ class PPOPolicy(Policy):
         n_backward = 0
         self.model.train()
         for _epoch in range(learn.n_epochs):
-            order = broadcast_(torch.randperm(batch_size, device=self.device))
+            order = broadcast_(torch.randperm(batch_size // horizon, device=self.device))
             for mb in minibatches(
                 data,
                 order,
@@ -169,6 +175,7 @@ class PPOPolicy(Policy):
                 normalize=self._adv_estimator.normalize,
                 rank=rank,
                 ranks=ranks,
+                horizon=horizon,
             ):
                 terms = loss_terms(
                     self.model,
@@ -244,6 +251,15 @@ class PPOPolicy(Policy):
         self.optimizer.zero_grad(set_to_none=True)
         return grad_norm.detach()
 
+    @property
+    def recurrent(self) -> bool:
+        """Whether the model carries a state between steps (``policy.model.core``)."""
+        return bool(getattr(self.model, "recurrent", False))
+
+    def initial_state(self, batch: int, device: Any = None) -> torch.Tensor:
+        """The recurrent state every episode starts from, ``[batch, state_size]``."""
+        return self.model.initial_state(batch, self.device if device is None else device)
+
     @torch.inference_mode()
     def _forward_collect(
         self, obs: torch.Tensor
@@ -251,8 +267,21 @@ class PPOPolicy(Policy):
         return self.model.act(obs)
 
     @torch.inference_mode()
-    def _get_value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.model.get_value(obs)
+    def _step_collect(
+        self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.model.step(obs, state, episode_start)
+
+    @torch.inference_mode()
+    def _get_value(
+        self,
+        obs: torch.Tensor,
+        state: torch.Tensor | None = None,
+        episode_start: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if state is None:
+            return self.model.get_value(obs)
+        return self.model.get_value(obs, state, episode_start)
 
     @torch.inference_mode()
     def _forward_eval(self, obs: torch.Tensor) -> torch.Tensor:
@@ -260,6 +289,17 @@ class PPOPolicy(Policy):
             obs = self.obs_rms.normalize(obs)
         action, _, _ = self.model.act(obs, deterministic=self._deterministic_eval)
         return action
+
+    @torch.inference_mode()
+    def _step_eval(
+        self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.obs_rms is not None:
+            obs = self.obs_rms.normalize(obs)
+        action, _, _, state = self.model.step(
+            obs, state, episode_start, deterministic=self._deterministic_eval
+        )
+        return action, state
 
     def state_dict(self) -> dict[str, Any]:
         """Model, optimizer, LR-schedule and KL-penalty state (tensors and numbers only), and

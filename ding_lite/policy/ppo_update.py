@@ -33,6 +33,10 @@ class Minibatch(NamedTuple):
         value: Values predicted at collection time, [N].
         ret: Value targets, [N].
         adv: Advantages, normalized over the whole minibatch if the estimator asks, [N].
+        state: For a recurrent model, the state at the start of each of the minibatch's S
+            segments, ``[S, state_size]`` (rows are the segments' steps, segment-major);
+            None for a feed-forward model.
+        episode_start: For a recurrent model, bool [N]: rows where an episode starts.
     """
 
     obs: Tensor
@@ -41,6 +45,8 @@ class Minibatch(NamedTuple):
     value: Tensor
     ret: Tensor
     adv: Tensor
+    state: Tensor | None = None
+    episode_start: Tensor | None = None
 
 
 class LossTerms(NamedTuple):
@@ -78,34 +84,48 @@ def minibatches(
     normalize: bool,
     rank: int = 0,
     ranks: int = 1,
+    horizon: int = 1,
 ) -> Iterator[Minibatch]:
-    """Cuts one epoch of a batch into minibatches, and each into this rank's part.
+    """Cuts one epoch of a batch into minibatches of whole segments, and each into this
+    rank's part.
 
-    Each minibatch takes the next ``mb_size`` indices of ``order``; a last partial one is
-    dropped. Advantages are normalized over the whole minibatch (which every rank holds),
-    then rank ``r`` of ``ranks`` keeps the r-th of ``ranks`` contiguous parts.
+    The batch's B rows are B / ``horizon`` segments of ``horizon`` consecutive steps of one
+    env copy, segment-major (segment ``s`` is rows ``s * horizon`` to ``(s + 1) * horizon``;
+    with ``horizon=1`` every row is a segment). Each minibatch takes the next
+    ``mb_size / horizon`` segments of ``order``; a last partial one is dropped. Advantages
+    are normalized over the whole minibatch (which every rank holds), then rank ``r`` of
+    ``ranks`` keeps the r-th of ``ranks`` contiguous parts (whole segments).
 
     Args:
         data: The batch: ``obs``, ``action``, ``logp``, ``value``, ``adv``, ``ret``, each
-            with B rows.
-        order: A permutation of ``range(B)``, the same on every rank.
-        mb_size: Samples per minibatch, a multiple of ``ranks``.
+            with B rows; for a recurrent model also ``episode_start`` (B rows) and
+            ``core_state`` (one row per segment).
+        order: A permutation of the segments ``range(B / horizon)``, the same on every rank.
+        mb_size: Samples per minibatch, a multiple of ``horizon``, whose segments are a
+            multiple of ``ranks``.
         normalize: Normalize advantages per minibatch (:func:`normalize_advantages`).
         rank: This process's rank in the data-parallel group.
         ranks: The group's size.
+        horizon: Steps per segment (``policy.learn.bptt_horizon``).
 
     Yields:
         :class:`Minibatch` of ``mb_size // ranks`` samples each.
     """
-    part = mb_size // ranks
-    for start in range(0, order.shape[0] - mb_size + 1, mb_size):
-        mb_inds = order[start : start + mb_size]
+    per_mb = mb_size // horizon  # segments per minibatch
+    part = per_mb // ranks  # of them on each rank
+    steps = torch.arange(horizon, device=order.device)
+    for start in range(0, order.shape[0] - per_mb + 1, per_mb):
+        segs = order[start : start + per_mb]
+        mb_inds = segs if horizon == 1 else (segs.unsqueeze(1) * horizon + steps).flatten()
         mb_adv = data["adv"][mb_inds]
         if normalize:
             mb_adv = normalize_advantages(mb_adv)
         if ranks > 1:
-            mb_inds = mb_inds[rank * part : (rank + 1) * part]
-            mb_adv = mb_adv[rank * part : (rank + 1) * part]
+            rows = part * horizon
+            segs = segs[rank * part : (rank + 1) * part]
+            mb_inds = mb_inds[rank * rows : (rank + 1) * rows]
+            mb_adv = mb_adv[rank * rows : (rank + 1) * rows]
+        recurrent = "core_state" in data
         yield Minibatch(
             obs=data["obs"][mb_inds],
             action=data["action"][mb_inds],
@@ -113,6 +133,8 @@ def minibatches(
             value=data["value"][mb_inds],
             ret=data["ret"][mb_inds],
             adv=mb_adv,
+            state=data["core_state"][segs] if recurrent else None,
+            episode_start=data["episode_start"][mb_inds] if recurrent else None,
         )
 
 
@@ -127,7 +149,8 @@ def loss_terms(
     """Computes a minibatch's PPO loss terms with the current model.
 
     Args:
-        model: The actor-critic; ``model(obs)`` returns ``(dist, value)``.
+        model: The actor-critic; ``model(obs)`` returns ``(dist, value)`` (a recurrent one
+            takes the minibatch's ``state`` and ``episode_start`` too).
         mb: The minibatch.
         clip_ratio: The ratio's clip range.
         value_clip_range: Clip the value loss around the values predicted at collection
@@ -138,13 +161,14 @@ def loss_terms(
     Returns:
         The :class:`LossTerms`.
     """
-    dist, newvalue = model(mb.obs)
+    memory = () if mb.state is None else (mb.state, mb.episode_start)
+    dist, newvalue = model(mb.obs, *memory)
     pg = ppo_policy_loss(dist.log_prob(mb.action), mb.logp, mb.adv, clip_ratio)
     v_loss = ppo_value_loss(newvalue, mb.value, mb.ret, value_clip_range)
     kl_ref = torch.zeros((), device=newvalue.device)
     if ref_model is not None:
         with torch.no_grad():
-            ref_dist = ref_model.get_dist(mb.obs)
+            ref_dist = ref_model.get_dist(mb.obs, *memory)
         kl_ref = dist.kl(ref_dist).mean()
     return LossTerms(
         pg_loss=pg.pg_loss,

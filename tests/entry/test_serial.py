@@ -59,21 +59,40 @@ def test_same_seed_same_parameters(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env,norm", [("cartpole", False), ("pendulum", False), ("pendulum", True)])
-def test_resume_in_a_new_process_is_bit_exact(tmp_path, env, norm):
+@pytest.mark.parametrize(
+    "env,norm,core",
+    [
+        ("cartpole", False, "none"),
+        ("pendulum", False, "none"),
+        ("pendulum", True, "none"),
+        ("cartpole", True, "lstm"),
+    ],
+)
+def test_resume_in_a_new_process_is_bit_exact(tmp_path, env, norm, core):
     """k iterations straight == j iterations, then a new process resuming to k; with
-    observation normalization and reward scaling too (statistics, running returns)."""
+    observation normalization and reward scaling too (statistics, running returns), and
+    with an LSTM policy on 8-step segments (the collector's per-copy state resumes too)."""
     k, j = 6, 2
-    extra = SMALL + [
-        f"policy.model.obs_norm={norm}",
-        f"policy.learn.reward_scale={norm}",
-        f"env.name={env}",
-        "policy.learn.lr_anneal=true",
-        "max_env_step=4096",
-        "policy.learn.kl_coef=0.1",
-        # sampled eval actions must not disturb the training RNG stream
-        "policy.eval.deterministic=false",
-    ]
+    memory = [] if core == "none" else [
+        f"policy.model.core={core}",
+        "policy.model.core_size=16",
+        "policy.learn.bptt_horizon=8",
+        "env.kwargs.observe=position",
+    ]  # fmt: skip
+    extra = (
+        SMALL
+        + memory
+        + [
+            f"policy.model.obs_norm={norm}",
+            f"policy.learn.reward_scale={norm}",
+            f"env.name={env}",
+            "policy.learn.lr_anneal=true",
+            "max_env_step=4096",
+            "policy.learn.kl_coef=0.1",
+            # sampled eval actions must not disturb the training RNG stream
+            "policy.eval.deterministic=false",
+        ]
+    )
     straight = serial_pipeline(
         "cartpole_ppo",
         seed=3,

@@ -88,6 +88,11 @@ class PPOAgent(Agent):
             action_space=probe.action_space,
             device=self.device,
         )
+        if self.policy.recurrent:
+            raise ConfigError(
+                f"agent 'ppo' plays feed-forward policies; {self.checkpoint} has a recurrent "
+                f"core ({cfg.policy.model.core}), which needs its episode starts"
+            )
         self.policy.model.eval()
         self.throttle = 1.0 if probe.throttle is None else probe.throttle
         if deterministic is None:

@@ -78,41 +78,91 @@ class TrainedPolicy:
             self._low = torch.tensor(action_space.low, device=self.device)
             self._high = torch.tensor(action_space.high, device=self.device)
 
-    def predict(self, obs: Any, deterministic: bool = True) -> Any:
+    @property
+    def recurrent(self) -> bool:
+        """Whether the policy has memory: then :meth:`predict` takes and returns its state."""
+        return bool(getattr(self.model, "recurrent", False))
+
+    def predict(
+        self,
+        obs: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> Any:
         """Actions for one observation or a batch.
+
+        A feed-forward policy returns the actions. A recurrent one (``policy.model.core``)
+        returns ``(actions, state)``, as SB3-contrib's RecurrentPPO does: pass the state back
+        with the next observation; ``state=None`` starts every row from zeros, and
+        ``episode_start`` (bools, one per row) zeroes the rows whose episode starts with
+        ``obs``.
 
         Args:
             obs: numpy array, torch tensor or nested lists: one observation of shape
                 ``obs_shape`` or a batch ``[B, *obs_shape]``, raw (as the env returns it;
                 the saved normalization is applied here).
+            state: a recurrent policy's state as the last call returned it, or None.
+            episode_start: a recurrent policy's episode starts (None: none but the rows that
+                ``state=None`` starts anyway).
             deterministic: the most likely action (the mean for Box) instead of a sample.
 
         Returns:
             A torch tensor for a torch input, else a numpy array: for one observation, an
             int64 scalar array (Discrete), ``[d]`` float32 (Box, clipped to its bounds) or
             ``[k]`` (Hybrid, MultiDiscrete); for a batch, the same with a leading ``B``.
+            A recurrent policy returns ``(actions, state)``, the state of the same kind
+            (``[state_size]`` for one observation, ``[B, state_size]`` for a batch).
 
         Raises:
-            ValueError: an observation of another shape.
+            ValueError: an observation of another shape, or a state or episode_start that
+                does not fit it (or is given to a feed-forward policy).
         """
         is_torch = isinstance(obs, torch.Tensor)
-        x = obs.detach() if is_torch else torch.as_tensor(np.asarray(obs))
-        x = x.to(device=self.device, dtype=torch.float32)
+        x = _as_float(obs, self.device)
         single = tuple(x.shape) == self.obs_shape
         if not single and tuple(x.shape[1:]) != self.obs_shape:
             raise ValueError(
                 f"observation of shape {list(x.shape)} is neither one observation "
                 f"{list(self.obs_shape)} nor a batch [B, {', '.join(map(str, self.obs_shape))}]"
             )
+        if not self.recurrent and (state is not None or episode_start is not None):
+            raise ValueError("this policy has no memory: predict takes no state or episode_start")
         with torch.inference_mode():
             x = self.model.normalize_obs(x.unsqueeze(0) if single else x)
-            action = self.model.act(x, deterministic=deterministic)[0]
+            if self.recurrent:
+                h, starts = self._memory(state, episode_start, x.shape[0], single)
+                action, _, _, h = self.model.step(x, h, starts, deterministic=deterministic)
+            else:
+                action = self.model.act(x, deterministic=deterministic)[0]
             if self._low is not None:
                 action = torch.clamp(action, self._low, self._high)
         action = action[0] if single else action
-        if is_torch:
-            return action.to(obs.device)
-        return action.cpu().numpy()
+        action = action.to(obs.device) if is_torch else action.cpu().numpy()
+        if not self.recurrent:
+            return action
+        h = h[0] if single else h
+        return action, (h.to(obs.device) if is_torch else h.cpu().numpy())
+
+    def _memory(
+        self, state: Any, episode_start: Any, batch: int, single: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The state ``[B, state_size]`` and episode starts ``[B]`` a step begins from."""
+        size = self.model.state_size
+        if state is None:
+            h = self.model.initial_state(batch, self.device)
+        else:
+            h = _as_float(state, self.device)
+            h = h.unsqueeze(0) if single else h
+            if tuple(h.shape) != (batch, size):
+                want = [size] if single else [batch, size]
+                raise ValueError(f"state of shape {list(h.shape)} does not fit; expected {want}")
+        if episode_start is None:
+            return h, torch.zeros(batch, dtype=torch.bool, device=self.device)
+        starts = _as_float(episode_start, self.device).reshape(-1) != 0
+        if starts.shape[0] != batch:
+            raise ValueError(f"episode_start has {starts.shape[0]} entries for {batch} rows")
+        return h, starts
 
     def __repr__(self) -> str:
         return (
@@ -154,6 +204,12 @@ def load_policy(path: str | Path, device: str | torch.device = "cpu") -> Trained
     return TrainedPolicy(model.to(device), obs_shape, space, path, int(state.get("train_iter", 0)))
 
 
+def _as_float(value: Any, device: torch.device) -> torch.Tensor:
+    """A numpy array, tensor or nested lists as a float32 tensor on ``device``."""
+    x = value.detach() if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+    return x.to(device=device, dtype=torch.float32)
+
+
 class TrainedRun:
     """What ``serial_pipeline`` returns: the trained policy, ready to predict, and its run.
 
@@ -185,15 +241,22 @@ class TrainedRun:
             raise AttributeError(name)  # not yet set (copy, pickle): no recursion
         return getattr(self.policy, name)
 
-    def predict(self, obs: Any, deterministic: bool = True) -> Any:
-        """Actions for one observation or a batch, as :meth:`TrainedPolicy.predict` gives
-        them for a checkpoint of this run (a frozen copy of the final model acts)."""
+    def predict(
+        self,
+        obs: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> Any:
+        """Actions for one observation or a batch (and the state, for a recurrent policy),
+        as :meth:`TrainedPolicy.predict` gives them for a checkpoint of this run (a frozen
+        copy of the final model acts)."""
         if self._trained is None:
             model = copy.deepcopy(self.model)
             self._trained = TrainedPolicy(
                 model, self.obs_shape, self.action_space, None, self.result["train_iter"]
             )
-        return self._trained.predict(obs, deterministic)
+        return self._trained.predict(obs, state, episode_start, deterministic)
 
     def __repr__(self) -> str:
         return (

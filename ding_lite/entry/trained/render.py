@@ -151,9 +151,14 @@ def _play(
     obs, _ = env.reset()
     frames = [Frame.of(env)]
     info: dict[str, Any] = {}
+    # A recurrent policy carries its state from the episode's start (model.step is act for
+    # a feed-forward one).
+    state = model.initial_state(env.num_envs, obs.device)
+    starts = torch.ones(env.num_envs, dtype=torch.bool, device=obs.device)
     with torch.inference_mode():
         for _ in range(MAX_STEPS):
-            action, _, _ = model.act(obs, deterministic=deterministic)
+            action, _, _, state = model.step(obs, state, starts, deterministic=deterministic)
+            starts = torch.zeros_like(starts)
             obs, _, _, _, info = env.step(action)
             frames.append(env.last_frame)
             if bool(info["episode"]["mask"][0]):

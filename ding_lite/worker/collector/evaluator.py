@@ -83,8 +83,17 @@ class Evaluator:
         returns = torch.zeros(env.num_envs, device=env.device)
         lengths = torch.zeros(env.num_envs, device=env.device)
         outcomes: torch.Tensor | None = None  # set once the env reports outcomes
+        recurrent = bool(getattr(self.policy, "recurrent", False))
+        if recurrent:  # each copy's state, zeroed where an episode starts
+            state = self.policy.initial_state(env.num_envs, env.device)
+            starts = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
         for step in range(self.max_steps):
-            obs, _, _, _, info = env.step(self.policy.forward(obs))
+            if recurrent:
+                action, state = self.policy.step(obs, state, starts)
+                obs, _, terminated, truncated, info = env.step(action)
+                starts = terminated | truncated
+            else:
+                obs, _, _, _, info = env.step(self.policy.forward(obs))
             episode = info["episode"]
             first = episode["mask"] & ~finished
             returns = torch.where(first, episode["return"], returns)

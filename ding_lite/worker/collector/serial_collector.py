@@ -30,6 +30,13 @@ class SerialCollector:
         seed: seed of the first env reset.
         stats_window: finished episodes kept for ``recent_returns`` / ``recent_lengths`` /
             ``recent_outcomes``.
+        horizon: steps per segment (``policy.learn.bptt_horizon``), a divisor of
+            ``n_steps``. Above 1, a rollout's rows are ordered segment by segment (each
+            segment ``horizon`` consecutive steps of one copy).
+
+    A recurrent policy (``policy.recurrent``) is stepped with its state, one per env copy,
+    zeroed where an episode starts; each rollout also holds ``episode_start`` and the state
+    at the start of every segment (``core_state``), from which the update replays it.
     """
 
     def __init__(
@@ -43,10 +50,14 @@ class SerialCollector:
         adv_estimator: Any,
         seed: int = 0,
         stats_window: int = 100,
+        horizon: int = 1,
     ) -> None:
+        if horizon < 1 or n_steps % horizon:
+            raise ValueError(f"n_steps={n_steps} is not a whole number of {horizon}-step segments")
         self.env = env
         self.policy = policy
         self.n_steps = n_steps
+        self.horizon = horizon
         self.gamma = gamma
         self.gae_lambda = gae_lambda
         self.adv_estimator = adv_estimator
@@ -63,7 +74,29 @@ class SerialCollector:
         self.last_outcomes: list[float] = []
         # Each copy's running discounted return, for reward scaling (reset at episode ends).
         self._running_return = torch.zeros(env.num_envs, device=env.device)
+        self.recurrent = bool(getattr(policy, "recurrent", False))
+        if self.recurrent:
+            # Each copy's state, and which copies start an episode at the next step.
+            self._state = policy.initial_state(env.num_envs, env.device)
+            self._episode_start = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
         self._alloc()
+
+    @classmethod
+    def from_config(cls, env: Any, policy: Any, cfg: Any, seed: int) -> SerialCollector:
+        """The collector a run's config asks for, on ``env`` with ``policy`` (a Policy:
+        its collect mode acts, its advantage estimator is used)."""
+        collect = cfg.policy.collect
+        return cls(
+            env,
+            policy.collect_mode,
+            n_steps=collect.n_steps,
+            gamma=collect.gamma,
+            gae_lambda=collect.gae_lambda,
+            adv_estimator=policy.adv_estimator,
+            seed=seed,
+            stats_window=cfg.collector.stats_window,
+            horizon=cfg.policy.learn.bptt_horizon,
+        )
 
     def _alloc(self) -> None:
         """Preallocates the rollout buffers [T, B, ...] on the env's device."""
@@ -84,6 +117,9 @@ class SerialCollector:
         self._b_running_return = torch.empty_like(self._b_rewards) if ret_rms is not None else None
         self._b_actions: torch.Tensor | None = None
         self._b_ep_outcome: torch.Tensor | None = None  # allocated if the env reports outcomes
+        if self.recurrent:  # the state before each step, and where episodes start
+            self._b_state = torch.empty((T, *self._state.shape), device=dev)
+            self._b_start = torch.empty((T, B), dtype=torch.bool, device=dev)
 
     @torch.inference_mode()
     def collect(self) -> dict[str, torch.Tensor]:
@@ -95,8 +131,11 @@ class SerialCollector:
 
         Returns:
             Flat [T * B, ...] tensors ``obs``, ``action``, ``logp`` (behaviour log-prob),
-            ``value``, ``adv``, ``ret`` for the policy's update; ``obs_norm_update`` and
-            ``ret_norm_update`` (float64 ``[1, summary size]``) with the statistics on.
+            ``value``, ``adv``, ``ret`` for the policy's update (segment by segment when
+            ``horizon`` > 1); a recurrent policy's ``episode_start`` (bool [T * B]) and
+            ``core_state`` ([T * B / horizon, state_size], the state at each segment's
+            start); ``obs_norm_update`` and ``ret_norm_update`` (float64
+            ``[1, summary size]``) with the statistics on.
         """
         obs_rms, ret_rms = _running_stats(self.policy)
         if obs_rms is not None and obs_rms.count == 0:
@@ -110,7 +149,14 @@ class SerialCollector:
             else:
                 obs = raw
             self._b_obs[t] = obs
-            action, logp, value = self.policy.forward(obs)
+            if self.recurrent:
+                self._b_state[t] = self._state
+                self._b_start[t] = self._episode_start
+                action, logp, value, self._state = self.policy.step(
+                    obs, self._state, self._episode_start
+                )
+            else:
+                action, logp, value = self.policy.forward(obs)
             if self._b_actions is None:
                 self._b_actions = torch.empty(
                     (self.n_steps, *action.shape), dtype=action.dtype, device=action.device
@@ -121,6 +167,8 @@ class SerialCollector:
             raw, reward, terminated, truncated, info = self.env.step(action)
             self._b_terminated[t] = terminated
             torch.logical_or(terminated, truncated, out=self._b_dones[t])
+            if self.recurrent:
+                self._episode_start = self._b_dones[t].clone()
             if ret_rms is not None:
                 self._running_return.mul_(self.gamma).add_(reward)
                 self._b_running_return[t] = self._running_return
@@ -142,7 +190,14 @@ class SerialCollector:
         final_obs = self._b_final_obs.flatten(0, 1)
         if obs_rms is not None:
             final_obs = obs_rms.normalize(final_obs)
-        next_values = self.policy.get_value(final_obs).view(T, B)
+        if self.recurrent:
+            # The state after step t: the one stored before step t + 1 (before any reset),
+            # and for the last step the one carried on.
+            after = torch.cat((self._b_state[1:], self._state.unsqueeze(0))).flatten(0, 1)
+            no_start = torch.zeros(T * B, dtype=torch.bool, device=after.device)
+            next_values = self.policy.get_value(final_obs, after, no_start).view(T, B)
+        else:
+            next_values = self.policy.get_value(final_obs).view(T, B)
         advantages, returns = self.adv_estimator.fn(
             self._b_rewards,
             self._b_values,
@@ -162,19 +217,36 @@ class SerialCollector:
             self.last_outcomes = self._b_ep_outcome[mask].tolist()
             self.recent_outcomes.extend(self.last_outcomes)
         self.episodes += len(self.last_returns)
+        rows = self._rows
         data = {
-            "obs": self._b_obs.flatten(0, 1).clone(),
-            "action": self._b_actions.flatten(0, 1).clone(),
-            "logp": self._b_logprobs.flatten(0, 1).clone(),
-            "value": self._b_values.flatten(0, 1).clone(),
-            "adv": advantages.flatten(0, 1),
-            "ret": returns.flatten(0, 1),
+            "obs": rows(self._b_obs),
+            "action": rows(self._b_actions),
+            "logp": rows(self._b_logprobs),
+            "value": rows(self._b_values),
+            "adv": rows(advantages, copy=False),
+            "ret": rows(returns, copy=False),
         }
+        if self.recurrent:
+            data["episode_start"] = rows(self._b_start)
+            # The state at each segment's start, in the rows' segment order.
+            starts = self._b_state[:: self.horizon]  # [T / horizon, B, S]
+            if self.horizon > 1:
+                starts = starts.movedim(1, 0)
+            data["core_state"] = starts.flatten(0, 1).clone()
         if obs_rms is not None:
             data["obs_norm_update"] = obs_rms.summarize(self._b_raw_obs).unsqueeze(0)
         if ret_rms is not None:
             data["ret_norm_update"] = ret_rms.summarize(self._b_running_return).unsqueeze(0)
         return data
+
+    def _rows(self, x: torch.Tensor, copy: bool = True) -> torch.Tensor:
+        """``x`` [T, B, ...] as rollout rows: time-major with one-step segments, else
+        segment by segment (copy b's k-th segment is rows ``(b * T / h + k) * h`` onward)."""
+        h = self.horizon
+        if h == 1:
+            flat = x.flatten(0, 1)
+            return flat.clone() if copy else flat
+        return x.unflatten(0, (x.shape[0] // h, h)).movedim(2, 0).flatten(0, 2)
 
     def mean_recent_return(self, last: int = 20) -> float | None:
         """Mean return of the last ``last`` finished episodes (None before any finished)."""
@@ -206,6 +278,11 @@ class SerialCollector:
             "recent_lengths": list(self.recent_lengths),
             "recent_outcomes": list(self.recent_outcomes),
             "running_return": self._running_return.clone(),
+            **(
+                {"core_state": self._state.clone(), "episode_start": self._episode_start.clone()}
+                if self.recurrent
+                else {}
+            ),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -220,6 +297,11 @@ class SerialCollector:
         self.recent_outcomes = deque(state.get("recent_outcomes", ()), maxlen=window)
         if "running_return" in state:  # older checkpoints have none (it was not used)
             self._running_return = state["running_return"].to(self.env.device)
+        if self.recurrent:
+            if "core_state" not in state:
+                raise ValueError("the collector state holds no recurrent state for this policy")
+            self._state = state["core_state"].to(self.env.device)
+            self._episode_start = state["episode_start"].to(self.env.device)
 
 
 def _running_stats(policy: Any) -> tuple[Any, Any]:

@@ -108,17 +108,7 @@ class FlaskFileSystemCollector:
         policy = create_policy(
             cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space, device=device
         )
-        collect = cfg.policy.collect
-        collector = SerialCollector(
-            env,
-            policy.collect_mode,
-            n_steps=collect.n_steps,
-            gamma=collect.gamma,
-            gae_lambda=collect.gae_lambda,
-            adv_estimator=policy.adv_estimator,
-            seed=seed,
-            stats_window=cfg.collector.stats_window,
-        )
+        collector = SerialCollector.from_config(env, policy, cfg, seed)
         self._device, self._policy = device, policy
         path_data = Path(cfg.system.path_data or Path(cfg.exp_dir) / "data")
         # Unfinished writes of an earlier process with this id (no one else writes here).

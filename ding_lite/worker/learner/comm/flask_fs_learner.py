@@ -157,7 +157,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self.cfg = cfg
         probe, self.policy, batch = build_policy(cfg)
         self.device = self.policy.device
-        self.spec = probe_rollout_spec(probe, self.policy.collect_mode, self.device)
+        self.spec = probe_rollout_spec(
+            probe, self.policy.collect_mode, self.device, cfg.policy.learn.bptt_horizon
+        )
         self.batch_size = batch
         exp_dir = Path(cfg.exp_dir)
         self.path_policy = Path(cfg.system.path_policy or exp_dir / "policy")

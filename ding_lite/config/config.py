@@ -38,6 +38,8 @@ EXPERIMENTS = (
     "aircombat_ppo",
     "aircombat_ppo_parallel",
     "mujoco_ppo",
+    "cartpole_lstm_ppo",
+    "pendulum_lstm_ppo",
 )
 
 FLOAT32_MAX = 3.4028234663852886e38
@@ -98,6 +100,8 @@ _CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "policy.model.core": (lambda v: v in ("none", "lstm", "gru"), "'none', 'lstm' or 'gru'"),
     "policy.model.core_size": (lambda v: v >= 1, "at least 1"),
     "policy.learn.bptt_horizon": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.prio_alpha": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.prio_beta0": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
     "learner.max_iterations": (lambda v: v >= 1, "at least 1"),
     "device": (
         lambda v: v in ("cpu", "cuda", "auto") or v.startswith("cuda:"),

@@ -2,8 +2,12 @@
 
 The building block of policies with memory: a collector steps it one env step at a time,
 carrying the state per env copy; the update replays a segment of ``T`` steps from the state
-stored at the segment's start. Both go through the same cell, one step at a time, so a
-replay reproduces the collector's outputs exactly (same device and dtype).
+stored at the segment's start. A replay runs torch's fused ``nn.LSTM`` / ``nn.GRU`` over
+each stretch of time in which no row starts an episode, and zeroes the state of the rows
+that start one between stretches, so a segment of 16 steps with a reset or two costs two or
+three fused calls instead of 16 cell steps (about 3x less time on a CPU). Stepping and
+replaying use the same weights and the same maths; their outputs agree to float rounding
+(the fused kernel multiplies all of a stretch's inputs at once).
 
 The state is one flat tensor ``[B, state_size]`` (an LSTM's ``h`` and ``c`` side by side),
 so that it rides in rollout files and checkpoints like any other tensor.
@@ -18,7 +22,7 @@ CORES = ("lstm", "gru")
 
 
 class RecurrentCore(nn.Module):
-    """An ``nn.LSTMCell`` or ``nn.GRUCell`` with a flat state and episode resets.
+    """An ``nn.LSTM`` or ``nn.GRU`` (one layer) with a flat state and episode resets.
 
     Args:
         kind: ``"lstm"`` or ``"gru"``.
@@ -40,8 +44,7 @@ class RecurrentCore(nn.Module):
             )
         self.kind = kind
         self.hidden_size = hidden_size
-        cell = nn.LSTMCell if kind == "lstm" else nn.GRUCell
-        self.cell = cell(input_size, hidden_size)
+        self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(input_size, hidden_size)
 
     @property
     def state_size(self) -> int:
@@ -50,8 +53,17 @@ class RecurrentCore(nn.Module):
 
     def initial_state(self, batch: int, device: str | torch.device = "cpu") -> Tensor:
         """Zeros ``[batch, state_size]``: the state at the start of every episode."""
-        weight = self.cell.weight_ih
+        weight = self.rnn.weight_ih_l0
         return torch.zeros(batch, self.state_size, device=device, dtype=weight.dtype)
+
+    def _run(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
+        """The fused layer over ``x`` ``[T, B, input]`` from the flat ``state``, no resets."""
+        if self.kind == "lstm":
+            h, c = (part.unsqueeze(0).contiguous() for part in state.split(self.hidden_size, 1))
+            out, (h, c) = self.rnn(x, (h, c))
+            return out, torch.cat((h[0], c[0]), dim=1)
+        out, h = self.rnn(x, state.unsqueeze(0).contiguous())
+        return out, h[0]
 
     def step(self, x: Tensor, state: Tensor, episode_start: Tensor) -> tuple[Tensor, Tensor]:
         """One time step.
@@ -65,13 +77,9 @@ class RecurrentCore(nn.Module):
         Returns:
             ``(out, state)``: the output ``h`` ``[B, hidden_size]`` and the new state.
         """
-        keep = (~episode_start).to(state.dtype).unsqueeze(1)
-        state = state * keep
-        if self.kind == "lstm":
-            h, c = self.cell(x, tuple(state.split(self.hidden_size, dim=1)))
-            return h, torch.cat((h, c), dim=1)
-        h = self.cell(x, state)
-        return h, h
+        state = state * (~episode_start).to(state.dtype).unsqueeze(1)
+        out, state = self._run(x.unsqueeze(0), state)
+        return out[0], state
 
     def forward(self, x: Tensor, state: Tensor, episode_start: Tensor) -> tuple[Tensor, Tensor]:
         """Replays ``T`` steps from ``state`` (backpropagation goes through all of them).
@@ -91,8 +99,11 @@ class RecurrentCore(nn.Module):
                 f"recurrent core: x must be [T, B, features] and episode_start [T, B], got "
                 f"{list(x.shape)} and {list(episode_start.shape)}"
             )
+        keep = (~episode_start).to(state.dtype).unsqueeze(2)  # [T, B, 1]
+        # Stretches of time without a start after their first step: one fused call each.
+        cuts = [0, *(episode_start[1:].any(dim=1).nonzero().flatten() + 1).tolist(), x.shape[0]]
         outs = []
-        for t in range(x.shape[0]):
-            out, state = self.step(x[t], state, episode_start[t])
+        for begin, end in zip(cuts[:-1], cuts[1:], strict=False):
+            out, state = self._run(x[begin:end], state * keep[begin])
             outs.append(out)
-        return torch.stack(outs), state
+        return torch.cat(outs) if len(outs) > 1 else outs[0], state

@@ -103,8 +103,8 @@ def test_the_update_trains_a_recurrent_policy_on_segments():
     info = policy.learn_mode.forward(first)
     assert info["minibatches"] == policy.cfg.learn.n_epochs * (72 // 24)
     names = [name for name, _ in policy.model.named_parameters()]
-    after = dict(policy.model.named_parameters())["core.cell.weight_hh"]
-    assert not torch.equal(after, before[names.index("core.cell.weight_hh")])
+    after = dict(policy.model.named_parameters())["core.rnn.weight_hh_l0"]
+    assert not torch.equal(after, before[names.index("core.rnn.weight_hh_l0")])
     assert all(np.isfinite(v) for v in info.values())
 
 

@@ -3,7 +3,9 @@
 ``create_env("cartpole", 64)`` builds a bundled env; ``create_env("gym:Acrobot-v1", 8)`` wraps
 any registered gymnasium env (needs the optional ``gymnasium`` dependency), stepping its copies
 in this process or, with ``vector_mode="async"``, in subprocesses. Other packages add envs
-with :func:`register_env`.
+with :func:`register_env`. ``two_agent_meet`` is a tiny 2-agent env (``num_agents = 2``,
+see :class:`~ding_lite.envs.base.TensorVectorEnv` for the agent axis), and
+``create_env("aircombat", N, opponent="self")`` is air-combat self-play.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ding_lite.envs.aircombat import AirCombatEnv
 from ding_lite.envs.base import TensorVectorEnv
 from ding_lite.envs.cartpole import CartPoleEnv
 from ding_lite.envs.gym_adapter import VECTOR_MODES, GymVectorEnv
+from ding_lite.envs.meet import TwoAgentMeetEnv
 from ding_lite.envs.pendulum import PendulumEnv
 from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
 from ding_lite.utils.registry import Registry, RegistryError
@@ -33,6 +36,7 @@ __all__ = [
     "MultiDiscrete",
     "PendulumEnv",
     "TensorVectorEnv",
+    "TwoAgentMeetEnv",
     "VECTOR_MODES",
     "create_env",
     "list_envs",
@@ -165,3 +169,4 @@ def _check_kwargs(name: str, factory: EnvFactory, kwargs: dict[str, Any]) -> Non
 register_env(CartPoleEnv.name, CartPoleEnv)
 register_env(PendulumEnv.name, PendulumEnv)
 register_env(AirCombatEnv.name, AirCombatEnv)
+register_env(TwoAgentMeetEnv.name, TwoAgentMeetEnv)

@@ -7,6 +7,13 @@ branches) so a CUDA step is queued without waiting for the GPU.
 
 Subclasses own the physical state and implement three hooks; this base class owns seeding,
 action checking, time limits, episode statistics and the same-step autoreset.
+
+An env may hold several agents per copy (``num_agents``, default 1). Design: the agent axis
+comes right after the copy axis wherever agents differ (obs, action, reward, returns) and is
+absent where they cannot (the episode: dones, lengths, masks), so a copy's agents start and
+end their episodes together and autoreset stays a per-copy affair. With one agent there is no
+agent axis at all, so single-agent envs and their callers see exactly the shapes they always
+did. Callers that feed one policy flatten ``[N, A]`` into ``N * A`` rows themselves.
 """
 
 from __future__ import annotations
@@ -25,32 +32,44 @@ StepResult = tuple[Tensor, Tensor, Tensor, Tensor, dict[str, Any]]
 class TensorVectorEnv(abc.ABC):
     """Base class of batched envs whose inputs and outputs are tensors on one device.
 
-    Contract of :meth:`step` (``N = num_envs``):
+    Contract of :meth:`step` (``N = num_envs``; ``[A]`` is the agent axis, present only
+    when ``A = num_agents > 1``; see :attr:`batch_shape`):
 
-    - ``obs``: float32 ``[N, *obs_shape]``. A copy whose episode ended this step (terminated
-      or truncated) is reset in the same step, so its row is the first obs of its next episode.
-    - ``reward``: float32 ``[N]``; ``terminated``, ``truncated``: bool ``[N]``.
-    - ``info["final_obs"]``: float32 ``[N, *obs_shape]``, the last obs of the episodes that
-      ended; rows of copies that did not end equal ``obs``.
-    - ``info["episode"]``: ``{"return": float32 [N], "length": int64 [N], "mask": bool [N]}``,
-      the undiscounted return and length of the episodes that ended this step; only rows
-      where ``mask`` is True are meaningful. An env with winners and losers MAY add
-      ``"outcome"``: float32 ``[N]``, +1 win, -1 loss, 0 draw (the caller's side), valid
-      where ``mask``; collectors and the evaluator then report win, loss and draw rates.
+    - ``obs``: float32 ``[N, [A,] *obs_shape]``. A copy whose episode ended this step
+      (terminated or truncated) is reset in the same step, so its row is the first obs of
+      its next episode.
+    - ``reward``: float32 ``[N, [A]]``, each agent's own reward.
+    - ``terminated``, ``truncated``: bool ``[N]``: an episode ends for all agents of a copy
+      at once, and autoreset resets the whole copy.
+    - ``info["final_obs"]``: float32 ``[N, [A,] *obs_shape]``, the last obs of the episodes
+      that ended; rows of copies that did not end equal ``obs``.
+    - ``info["episode"]``: ``{"return": float32 [N, [A]], "length": int64 [N], "mask": bool
+      [N]}``, the undiscounted return (per agent) and length of the episodes that ended this
+      step; only rows where ``mask`` is True are meaningful. An env with winners and losers
+      MAY add ``"outcome"``: float32 ``[N, [A]]``, +1 win, -1 loss, 0 draw (from the side of
+      the caller, or of each agent), valid where ``mask``; collectors and the evaluator then
+      report win, loss and draw rates.
     - ``info["done"]``: ``terminated | truncated``.
+
+    :meth:`step` takes int64 ``[N, [A]]`` (Discrete), int64 ``[N, [A,] k]`` (MultiDiscrete)
+    or float ``[N, [A,] dim]`` (Box, Hybrid) actions: ``action_space`` and ``obs_shape``
+    describe ONE agent, so one policy serves every agent of every copy.
 
     Subclasses implement :meth:`_reset_state`, :meth:`_step_physics` and :meth:`_obs`.
 
     Attributes:
         num_envs: Number of env copies ``N``.
+        num_agents: Agents per copy ``A`` (a class attribute or constructor argument;
+            default 1). A copy makes ``A`` agent steps per env step.
         device: Device of every tensor the env takes and returns.
-        obs_shape: Shape of one copy's observation.
-        action_space: What :meth:`step` accepts (see ``ding_lite.envs.spaces``).
+        obs_shape: Shape of one agent's observation.
+        action_space: What one agent's action is (see ``ding_lite.envs.spaces``).
         max_episode_steps: Episodes are truncated after this many steps; None = never.
         name: Registry name of the env.
     """
 
     name: str = "tensor_env"
+    num_agents: int = 1
     # Clip Box actions to the bounds before the env sees them. The clipped tensor is a new
     # one: the caller's action (what a collector stores and trains on) is left as sampled.
     clip_actions: bool = True
@@ -64,6 +83,7 @@ class TensorVectorEnv(abc.ABC):
         max_episode_steps: int | None,
         device: str | torch.device = "cpu",
         seed: int | None = None,
+        num_agents: int | None = None,
     ) -> None:
         """Sets up the bookkeeping shared by all envs.
 
@@ -74,19 +94,32 @@ class TensorVectorEnv(abc.ABC):
             max_episode_steps: Truncate episodes after this many steps; None disables it.
             device: Device of the env's tensors and of its random generator.
             seed: Seed used by the first :meth:`reset` called without a seed.
+            num_agents: Agents per copy; None takes the class attribute (1 unless the
+                subclass declares more). With more than one, obs, actions, rewards and
+                episode returns get an agent axis after the copy axis (see the class).
+
+        Raises:
+            ValueError: ``num_envs``, ``num_agents`` or ``max_episode_steps`` out of range,
+                or an unsupported action space.
         """
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if num_agents is None:
+            num_agents = type(self).num_agents
+        if isinstance(num_agents, bool) or not isinstance(num_agents, int) or num_agents < 1:
+            raise ValueError(f"num_agents must be a positive int, got {num_agents!r}")
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be >= 1 or None, got {max_episode_steps}")
         self.num_envs = num_envs
+        self.num_agents = num_agents
         self.device = torch.device(device)
         self.obs_shape = tuple(obs_shape)
         self.action_space = action_space
         self.max_episode_steps = max_episode_steps
         self.generator = torch.Generator(device=self.device)
         self._pending_seed = seed
-        self._ep_return = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
+        # Returns are per agent ([N, A]); lengths per copy ([N]): agents end together.
+        self._ep_return = torch.zeros(self.batch_shape, dtype=torch.float32, device=self.device)
         self._ep_length = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         # 0-dim zeros: torch.where with a Python scalar builds this tensor on every call.
         self._zero_return = torch.zeros((), dtype=torch.float32, device=self.device)
@@ -94,9 +127,9 @@ class TensorVectorEnv(abc.ABC):
         self._needs_reset = True
         self._discrete = isinstance(action_space, (Discrete, MultiDiscrete))
         if isinstance(action_space, Discrete):
-            self._action_shape: tuple[int, ...] = (num_envs,)
+            self._action_shape: tuple[int, ...] = self.batch_shape
         elif isinstance(action_space, (Box, Hybrid, MultiDiscrete)):
-            self._action_shape = (num_envs, action_space.dim)
+            self._action_shape = (*self.batch_shape, action_space.dim)
         else:
             raise ValueError(f"unsupported action space {action_space!r}")
         self._action_low: Tensor | None = None
@@ -105,6 +138,14 @@ class TensorVectorEnv(abc.ABC):
             # Bounds live on the device once, so clipping costs one op and no transfer.
             self._action_low = torch.tensor(action_space.low, device=self.device)
             self._action_high = torch.tensor(action_space.high, device=self.device)
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """``(N,)`` with one agent per copy, ``(N, A)`` with more: the leading dims of obs,
+        rewards, episode returns and actions."""
+        if self.num_agents == 1:
+            return (self.num_envs,)
+        return (self.num_envs, self.num_agents)
 
     # ----------------------------------------------------------------- subclass hooks
     @abc.abstractmethod
@@ -121,16 +162,17 @@ class TensorVectorEnv(abc.ABC):
         """Advances every copy by one step.
 
         Args:
-            action: Checked action: int64 ``[N]`` (Discrete), int64 ``[N, k]``
-                (MultiDiscrete) or float ``[N, dim]``, already clipped to the Box bounds.
+            action: Checked action: int64 ``[N, [A]]`` (Discrete), int64 ``[N, [A,] k]``
+                (MultiDiscrete) or float ``[N, [A,] dim]``, already clipped to the Box bounds
+                (``[A]`` only when ``num_agents > 1``).
 
         Returns:
-            ``(reward, terminated)``: float32 ``[N]`` and bool ``[N]``.
+            ``(reward, terminated)``: float32 ``[N, [A]]`` and bool ``[N]``.
         """
 
     @abc.abstractmethod
     def _obs(self) -> Tensor:
-        """Returns float32 ``[N, *obs_shape]`` for the current state, in fresh memory."""
+        """Returns float32 ``[N, [A,] *obs_shape]`` for the current state, in fresh memory."""
 
     def _autoreset(self, done: Tensor) -> tuple[Tensor, Tensor]:
         """Resets the copies where ``done`` and observes before and after.
@@ -142,7 +184,7 @@ class TensorVectorEnv(abc.ABC):
             done: bool ``[N]``, the copies whose episode ended this step.
 
         Returns:
-            ``(obs, final_obs)``, both float32 ``[N, *obs_shape]`` in fresh memory.
+            ``(obs, final_obs)``, both float32 ``[N, [A,] *obs_shape]`` in fresh memory.
         """
         final_obs = self._obs()
         self._reset_state(done)
@@ -158,7 +200,7 @@ class TensorVectorEnv(abc.ABC):
                 reset uses the seed given at construction.
 
         Returns:
-            ``(obs, info)``: obs float32 ``[N, *obs_shape]``; info is empty.
+            ``(obs, info)``: obs float32 ``[N, [A,] *obs_shape]``; info is empty.
         """
         seed = self._take_seed(seed)
         if seed is not None:
@@ -172,11 +214,16 @@ class TensorVectorEnv(abc.ABC):
 
         Args:
             action: int64 ``[N]`` for a Discrete space, int64 ``[N, k]`` for MultiDiscrete,
-                float ``[N, dim]`` for Box/Hybrid. Box actions outside the bounds are clipped
+                float ``[N, dim]`` for Box/Hybrid; with ``A > 1`` agents, ``[N, A]``,
+                ``[N, A, k]`` and ``[N, A, dim]``. Box actions outside the bounds are clipped
                 (into a new tensor; ``action`` itself is not changed).
 
         Returns:
             ``(obs, reward, terminated, truncated, info)``, see the class docstring.
+
+        Raises:
+            RuntimeError: :meth:`reset` was never called.
+            ValueError: ``action`` has the wrong shape (the message gives the right one).
         """
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step()")
@@ -213,7 +260,17 @@ class TensorVectorEnv(abc.ABC):
 
         Tensors may come back on the CPU (e.g. ``torch.load(map_location="cpu")``); the
         generator state must come from an env on the same device type.
+
+        Raises:
+            ValueError: ``state`` comes from an env with other ``num_envs`` or ``num_agents``.
         """
+        saved = tuple(state["episode_return"].shape)
+        if saved != self.batch_shape:
+            raise ValueError(
+                f"{self.name}: state holds episode returns of shape {list(saved)}, this env "
+                f"keeps {list(self.batch_shape)} (num_envs={self.num_envs}, "
+                f"num_agents={self.num_agents}); load it into an env built the same way"
+            )
         self.generator.set_state(state["generator"].cpu())
         self._pending_seed = state["pending_seed"]
         self._needs_reset = bool(state["needs_reset"])
@@ -232,8 +289,9 @@ class TensorVectorEnv(abc.ABC):
         """Releases resources; bundled envs hold none beyond tensors."""
 
     def __repr__(self) -> str:
+        agents = f", num_agents={self.num_agents}" if self.num_agents != 1 else ""
         return (
-            f"{type(self).__name__}(name={self.name!r}, num_envs={self.num_envs}, "
+            f"{type(self).__name__}(name={self.name!r}, num_envs={self.num_envs}{agents}, "
             f"device={self.device}, obs_shape={self.obs_shape}, "
             f"action_space={self.action_space}, max_episode_steps={self.max_episode_steps})"
         )
@@ -259,15 +317,29 @@ class TensorVectorEnv(abc.ABC):
         place, which spares large allocations (and their page faults) at big ``N``.
 
         Args:
-            reward: float32 ``[N]``, this step's reward.
+            reward: float32 ``[N, [A]]``, this step's reward (per agent).
             ep_length: int64 ``[N]``, episode lengths including this step.
             done: bool ``[N]``, which episodes ended this step.
 
         Returns:
             ``{"episode": {"return", "length", "mask"}, "done": done}``.
+
+        Raises:
+            RuntimeError: with several agents, ``reward`` is not ``[N, A]`` (a subclass bug;
+                broadcasting would otherwise hide it).
         """
-        ep_return = self._ep_return + reward
-        torch.where(done, self._zero_return, ep_return, out=self._ep_return)
+        if self.num_agents == 1:
+            ep_return = self._ep_return + reward
+            torch.where(done, self._zero_return, ep_return, out=self._ep_return)
+        else:
+            if reward.shape != self._ep_return.shape:
+                raise RuntimeError(
+                    f"{self.name}: _step_physics returned a reward of shape "
+                    f"{list(reward.shape)}, expected {list(self.batch_shape)} (copies, agents)"
+                )
+            ep_return = self._ep_return + reward
+            # A copy's agents end together: one done flag per copy clears all its returns.
+            torch.where(done.unsqueeze(1), self._zero_return, ep_return, out=self._ep_return)
         torch.where(done, self._zero_length, ep_length, out=self._ep_length)
         return {"episode": {"return": ep_return, "length": ep_length, "mask": done}, "done": done}
 
@@ -279,9 +351,10 @@ class TensorVectorEnv(abc.ABC):
         """
         action = torch.as_tensor(action, device=self.device)
         if action.shape != self._action_shape:
+            agents = f" ({self.num_agents} agents per copy)" if self.num_agents != 1 else ""
             raise ValueError(
                 f"{self.name}: {self.action_space} action must have shape "
-                f"{list(self._action_shape)}, got {list(action.shape)}"
+                f"{list(self._action_shape)}{agents}, got {list(action.shape)}"
             )
         if self._discrete:
             return action if action.dtype == torch.int64 else action.long()

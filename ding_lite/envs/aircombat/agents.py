@@ -232,8 +232,24 @@ class CrankAgent(Agent):
 
 
 AgentFactory = Callable[..., Agent]
+
+#: ``opponent=self``: the env's second agent, flown by the policy being trained (self-play).
+#: Not an agent the registry builds, so the name is reserved.
+SELF_PLAY = "self"
+
+
+def _not_self_play(name: str) -> None:
+    if name == SELF_PLAY:
+        raise RegistryError(
+            f"agent name '{SELF_PLAY}' is reserved for self-play (opponent={SELF_PLAY}); "
+            "pick another name"
+        )
+
+
 #: Agent name -> the class (or factory) :func:`create_agent` builds (``opponent=name``).
-AGENT_REGISTRY: Registry[AgentFactory] = Registry("agent")
+AGENT_REGISTRY: Registry[AgentFactory] = Registry(
+    "agent", extra_known=(SELF_PLAY,), check_name=_not_self_play
+)
 AGENT_REGISTRY.register("rule_based", CrankAgent)
 AGENT_REGISTRY.register("placeholder", PlaceholderAgent)
 AGENT_REGISTRY.register("random", RandomAgent)
@@ -263,8 +279,13 @@ def create_agent(
 
     Raises:
         RegistryError: Unknown name (a ``ValueError`` and a ``KeyError``); the message lists
-            the known ones.
+            the known ones. ``"self"`` (self-play) is no agent: the env flies P2 itself.
     """
+    if name == SELF_PLAY:
+        raise RegistryError(
+            f"'{SELF_PLAY}' is self-play, not an agent: build the env with "
+            f"opponent='{SELF_PLAY}' and the policy flies both fighters"
+        )
     if name not in AGENT_REGISTRY and name in _REGISTERED_ELSEWHERE:
         raise RegistryError(
             f"agent '{name}' is registered when {_REGISTERED_ELSEWHERE[name]} is imported "

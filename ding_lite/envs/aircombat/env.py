@@ -1,4 +1,5 @@
-"""Two aircraft with homing missiles in a 2D arena; P1 is the caller, P2 an internal agent.
+"""Two aircraft with homing missiles in a 2D arena; P1 is the caller, P2 an internal agent
+or, in self-play (``opponent="self"``), the caller too.
 
 Every copy is stepped with elementwise ops on ``[N, 2]`` (per aircraft) and ``[N, 2, M]``
 (per missile slot) tensors; constants and units are in :mod:`.physics`.
@@ -13,10 +14,12 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.aircombat import physics as P
-from ding_lite.envs.aircombat.agents import Agent, create_agent
+from ding_lite.envs.aircombat.agents import SELF_PLAY, Agent, create_agent
 from ding_lite.envs.aircombat.flags import any_slot, flag
 from ding_lite.envs.aircombat.observe import OBS_DIM, Observation, swap, swap_index, wrap
-from ding_lite.envs.aircombat.slots import ACTIVE, MISSILE_FIELDS, MissileSlots, missile_field
+from ding_lite.envs.aircombat.resets import Resets
+from ding_lite.envs.aircombat.selfplay import SelfPlay
+from ding_lite.envs.aircombat.slots import MISSILE_FIELDS, MissileSlots, missile_field
 from ding_lite.envs.autoreset import ResetPool
 from ding_lite.envs.base import StepResult, TensorVectorEnv
 from ding_lite.envs.spaces import Box, Hybrid
@@ -26,7 +29,7 @@ _STATE_KEYS = (
 )  # fmt: skip
 
 
-class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
+class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv):
     """One-on-one air combat: P1 (the caller) against P2 (an agent run inside the env).
 
     Observation float32 ``[N, 10]`` for P1, normalized: own x, own y (``/ ARENA_HALF``), own
@@ -51,6 +54,11 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
     float32 ``[N]`` (P1's view), ``length`` int64 ``[N]``, ``missiles_fired`` int64
     ``[N, 2]`` (P1, P2) and ``mask``.
 
+    Self-play (``opponent="self"``, see :mod:`.selfplay`): the caller flies both fighters
+    as agents 0 (blue, P1) and 1 (red, P2), ``num_agents = 2``: obs ``[N, 2, 10]``, action
+    ``[N, 2, 3]``, reward, episode return and outcome ``[N, 2]``, each from that agent's
+    side; dones and lengths ``[N]``. Every other opponent keeps ``num_agents = 1``.
+
     State fields are public tensors: per aircraft ``[N, 2]`` (``x``, ``y``, ``heading``,
     ``speed``, ``stock``, ``cooldown``, ``fired`` int64, ``alive``) and per missile slot
     ``[N, 2, MISSILES]`` (``m_x``, ``m_y``, ``m_cx``, ``m_cy``, ``m_fuel``, ``m_active``,
@@ -60,7 +68,8 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
     launches, copies that ended) and updates slot fields in place; elsewhere it uses masks.
 
     Attributes:
-        opponent: The agent flying P2.
+        opponent: The agent flying P2; None in self-play.
+        self_play: Whether the caller flies both fighters (``opponent="self"``).
     """
 
     name = "aircombat"
@@ -89,7 +98,8 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
             device: Device of all tensors.
             seed: Seed of the first :meth:`reset` called without one (the opponent's too).
             opponent: Registry name of P2's agent (``"rule_based"``, ``"placeholder"``,
-                ``"random"``) or an agent built for ``num_envs`` copies.
+                ``"random"``), an agent built for ``num_envs`` copies, or ``"self"``:
+                self-play, the caller flies P2 as agent 1 (``num_agents = 2``).
             reward: ``"shaped"`` adds the survival and missile terms to the outcome;
                 ``"zero"`` leaves the outcome alone.
             max_episode_steps: Time limit in steps (``DT`` seconds each); a draw.
@@ -97,10 +107,21 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
                 ``[rudder, fire]`` (``[N, 2]``; a dict may leave out ``"throttle"``). None:
                 P1 sets it.
             opponent_kwargs: Keyword arguments for the agent ``opponent`` names (e.g.
-                ``{"ckpt": PATH}`` for ``"ppo"``); unused when ``opponent`` is an agent.
+                ``{"ckpt": PATH}`` for ``"ppo"``); unused when ``opponent`` is an agent;
+                none allowed in self-play.
+
+        Raises:
+            ValueError: an unknown ``reward``, a ``throttle`` outside ``[0, 1]``, or
+                ``opponent_kwargs`` with ``opponent="self"``.
         """
         if reward not in ("shaped", "zero"):
             raise ValueError(f"reward must be 'shaped' or 'zero', got {reward!r}")
+        self.self_play = isinstance(opponent, str) and opponent == SELF_PLAY
+        if self.self_play and opponent_kwargs:
+            raise ValueError(
+                f"opponent_kwargs {sorted(opponent_kwargs)} given with opponent='self': "
+                "self-play has no opponent agent to configure; drop them"
+            )
         if throttle is not None and not 0.0 <= float(throttle) <= 1.0:
             raise ValueError(f"throttle must be in [0, 1] or None, got {throttle!r}")
         self.throttle = None if throttle is None else float(throttle)
@@ -112,9 +133,13 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
             max_episode_steps=max_episode_steps,
             device=device,
             seed=seed,
+            num_agents=2 if self.self_play else 1,
         )
         self.shaped = reward == "shaped"
-        if isinstance(opponent, str):
+        self.opponent: Agent | None = None
+        if self.self_play:
+            opponent = None
+        elif isinstance(opponent, str):
             opponent = create_agent(
                 opponent,
                 num_envs=num_envs,
@@ -174,24 +199,28 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
             device=dev,
         )[:, None, None]  # per feature of a [10, K, 2] stack
         self._p2_obs = torch.zeros(n, OBS_DIM, device=dev)  # P2's obs, for the opponent
-        self._outcome = torch.zeros(n, device=dev)  # this step's outcome, before autoreset
+        # This step's outcome, before autoreset: P1's view [N], or each agent's [N, 2].
+        self._outcome = torch.zeros(self.batch_shape, device=dev)
         self._fired_final = self.fired
 
     # ------------------------------------------------------------------ public API
     def reset(self, seed: int | None = None) -> tuple[Tensor, dict[str, Any]]:
-        self.opponent.reset()
+        if self.opponent is not None:
+            self.opponent.reset()
         return super().reset(seed)
 
     def step(self, action: Tensor | dict[str, Tensor]) -> StepResult:
-        """Same contract as :meth:`TensorVectorEnv.step`; ``action`` may be a dict."""
+        """Same contract as :meth:`TensorVectorEnv.step`; ``action`` may be a dict of
+        ``[N]`` tensors (``[N, 2]`` in self-play)."""
         if isinstance(action, dict):
             keys = (
                 ("rudder", "fire") if self.throttle is not None else ("rudder", "throttle", "fire")
             )
-            action = torch.stack([action[key] for key in keys], 1)
+            action = torch.stack([action[key] for key in keys], -1)
         obs, reward, terminated, truncated, info = super().step(action)
         done = info["done"]
-        self.opponent.reset(done)
+        if self.opponent is not None:
+            self.opponent.reset(done)
         info["episode"]["outcome"] = self._outcome
         info["combat"] = {
             "outcome": self._outcome,
@@ -210,89 +239,18 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
         return swap(any_slot(self.m_seen))
 
     def obs_both(self) -> Tensor:
-        """float32 ``[N, 2, 10]``: the last observation of each side (P1, P2)."""
+        """float32 ``[N, 2, 10]``: the last observation of each side (P1, P2); in self-play
+        the env's observation itself."""
+        if self.self_play:
+            return self._obs()
         return torch.stack([self._obs(), self._p2_obs], 1)
 
     # -------------------------------------------------------------- subclass hooks
-    def _autoreset(self, done: Tensor) -> tuple[Tensor, Tensor]:
-        """On CPU, resets and observes only the copies whose episode ended (a few per step):
-        the rest keep their final observation. Elsewhere, the base class's dense way."""
-        if not self._compact:
-            return super()._autoreset(done)
-        final_obs = self._obs()  # also this step's P2 obs, new: updated in place below
-        obs = final_obs.clone()
-        rows = done.nonzero().squeeze(1)
-        self._reset_rows(rows)
-        if rows.numel():
-            fields = (self.x, self.y, self.heading, self.speed, self.stock, self.alive)
-            obs[rows], self._p2_obs[rows] = self._observe(*(f[rows] for f in fields))
-        return obs, final_obs
-
-    def _draw_starts(self, u: Tensor) -> dict[str, Tensor]:
-        """Start positions and headings, ``[K, 2]`` each, from ``u``: ``[6, K]`` U(0, 1)."""
-        # Rows of u: centre x, centre y, separation, axis, P1's heading, P2's heading.
-        v = u * 2.0 - 1.0  # U(-1, 1)
-        centre = v[:2] * P.START_CENTRE_SPREAD  # [2, K]: x, y
-        half = 0.5 * (
-            P.START_MIN_SEPARATION + u[2] * (P.START_MAX_SEPARATION - P.START_MIN_SEPARATION)
-        )
-        axis = u[3] * (2.0 * math.pi)
-        offset = torch.stack((torch.cos(axis), torch.sin(axis))) * half  # P2's from the centre
-        xy = torch.addcmul(centre[:, :, None], offset[:, :, None], self._sides)  # [2, K, 2]
-        return {"x": xy[0], "y": xy[1], "heading": v[4:6].T * math.pi}
-
-    def _reset_rows(self, rows: Tensor) -> None:
-        """:meth:`_reset_state` for the copies ``rows`` (int64 ``[K]``), written in place."""
-        # The same pool draws as the dense way; missile slots only need their flags cleared
-        # (an inactive slot's other fields are never read).
-        if not rows.numel():
-            self._pool.advance()
-            return
-        drawn = self._draw_starts(self._pool.values[rows].T)
-        self._pool.advance()
-        for key, value in drawn.items():
-            getattr(self, key)[rows] = value
-        const = self._const
-        for key in ("speed", "stock"):
-            getattr(self, key).index_fill_(0, rows, const[key])
-        self.alive.index_fill_(0, rows, 1.0)
-        self.cooldown.index_fill_(0, rows, 0.0)
-        self._missiles[ACTIVE:].index_fill_(1, rows, 0.0)  # m_active, m_seen
-        # A new tensor: the old one is handed out as missiles_fired.
-        self.fired = self.fired.index_fill(0, rows, 0)
-
-    def _reset_state(self, mask: Tensor | None) -> None:
-        n = self.num_envs
-        # Six U(0, 1) draws per copy from the pool (see ResetPool: refreshed 1/8 per step).
-        u = (self._pool.take_all() if mask is None else self._pool.values).T
-        # Random fields get fresh draws, the rest constants; missile slots only need their
-        # flags cleared (an inactive slot's other fields are never read).
-        drawn = self._draw_starts(u)
-        const = self._const
-        if mask is None:
-            for key, value in drawn.items():
-                setattr(self, key, value)
-            for key in ("speed", "stock"):
-                getattr(self, key).fill_(const[key])
-            self.alive.fill_(1.0)
-            for key in ("cooldown", "m_active", "m_seen"):
-                getattr(self, key).zero_()
-            self.fired.zero_()
-            return
-        self._pool.advance()
-        # A float 0/1 mask, contiguous [N, 2]: lerp with it is an exact, vectorized select.
-        pair = mask[:, None].expand(n, 2).float()
-        for key, value in drawn.items():  # a loop over state fields, not over copies
-            setattr(self, key, torch.lerp(getattr(self, key), value, pair))
-        for key in ("speed", "stock"):
-            setattr(self, key, torch.lerp(getattr(self, key), const[key], pair))
-        keep = 1.0 - pair
-        self.cooldown = self.cooldown * keep
-        self.alive = torch.maximum(self.alive, pair)
-        self.fired = self.fired * keep.long()
-        self._missiles[ACTIVE:].mul_(keep[:, :, None])  # m_active, m_seen
-
-    def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
+    def _controls(self, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``(rudder, throttle, trigger)``, float32 ``[N, aircraft]`` each, from the caller's
+        action and (without self-play) the opponent's; trigger is a 0/1 flag."""
+        if self.self_play:
+            return self._self_play_controls(action)
         # P2's warner sees P1's missiles (shooter 0): inbound_missile()[:, 1] without a swap.
         opp = self.opponent.act(self._p2_obs, inbound=any_slot(self.m_seen)[:, 0])
         if self.throttle is None:
@@ -305,7 +263,10 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
         ).view(-1, 3, 2)  # [N, control, aircraft]
         rudder = controls[:, 0].clamp(-1.0, 1.0)
         throttle = controls[:, 1].clamp(0.0, 1.0)
-        trigger = flag(torch.ge, controls[:, 2], 0.5)
+        return rudder, throttle, flag(torch.ge, controls[:, 2], 0.5)
+
+    def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:
+        rudder, throttle, trigger = self._controls(action)
         alive = self.alive  # float 0/1 flags from here on (see .flags)
 
         # Aircraft: turn, change speed toward the throttle's target, move, stay in the arena.
@@ -354,9 +315,12 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
         flying = still + locked
         dry_out = (self.stock + flying).view(torch.complex64).squeeze(-1) == 0
         terminated = (p1 * p2 < 0.5) | dry_out
+        self._fired_final = self.fired
+        if self.self_play:
+            self._outcome = alive - swap(alive)  # [N, 2], each agent's own view
+            return self._self_play_reward(in_flight, hits, still, launch - locked), terminated
         outcome = p1 - p2  # +1 win, -1 loss, 0 both alive or both dead
         self._outcome = outcome
-        self._fired_final = self.fired
         reward = outcome
         if self.shaped:
             # Missiles gone without a hit (fuel out, left the arena): active before the step,
@@ -372,7 +336,7 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
     def _extra_state(self) -> dict[str, Any]:
         state = {key: getattr(self, key).clone() for key in _STATE_KEYS}
         state["p2_obs"] = self._p2_obs.clone()
-        state["opponent"] = self.opponent.state_dict()
+        state["opponent"] = {} if self.opponent is None else self.opponent.state_dict()
         state["pool"] = self._pool.state_dict()
         return state
 
@@ -381,5 +345,6 @@ class AirCombatEnv(MissileSlots, Observation, TensorVectorEnv):
             value = state[key].to(device=self.device, dtype=getattr(self, key).dtype)
             setattr(self, key, value.clone())
         self._p2_obs = state["p2_obs"].to(self.device).clone()
-        self.opponent.load_state_dict(state["opponent"])
+        if self.opponent is not None:
+            self.opponent.load_state_dict(state["opponent"])
         self._pool.load_state_dict(state["pool"])

@@ -34,12 +34,17 @@ def wrap(angle: Tensor) -> Tensor:
 
 
 class Observation:
-    """The observation methods of the air-combat env (a mixin: they use the env's tensors)."""
+    """The observation methods of the air-combat env (a mixin: they use the env's tensors).
+
+    Both aircraft are observed by the same function, each from its own side (own fields
+    first, the enemy's relative to its own heading), so one policy can fly either.
+    """
 
     def _obs(self) -> Tensor:
-        obs, self._p2_obs = self._observe(
-            self.x, self.y, self.heading, self.speed, self.stock, self.alive
-        )
+        fields = (self.x, self.y, self.heading, self.speed, self.stock, self.alive)
+        if self.self_play:
+            return self._observe_sides(*fields)
+        obs, self._p2_obs = self._observe(*fields)
         return obs
 
     def _observe(
@@ -50,6 +55,22 @@ class Observation:
         P1's is contiguous (it is returned to the caller); P2's is a strided view, read only
         by the opponent, which spares a transposing copy.
         """
+        features = self._features(x, y, heading, speed, stock, alive)
+        # One transposing copy for P1. (Stacking [K, 2] columns along a new last dim instead
+        # is several times slower.)
+        return features[:, :, 0].T.contiguous(), features[:, :, 1].T
+
+    def _observe_sides(
+        self, x: Tensor, y: Tensor, heading: Tensor, speed: Tensor, stock: Tensor, alive: Tensor
+    ) -> Tensor:
+        """float32 ``[K, 2, 10]``, contiguous: row ``[k, i]`` is aircraft ``i``'s observation
+        (the self-play obs, aircraft = agent)."""
+        return self._features(x, y, heading, speed, stock, alive).permute(1, 2, 0).contiguous()
+
+    def _features(
+        self, x: Tensor, y: Tensor, heading: Tensor, speed: Tensor, stock: Tensor, alive: Tensor
+    ) -> Tensor:
+        """float32 ``[10, K, 2]``: feature, copy, observing aircraft (P1, P2)."""
         dx, dy = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
         # Contiguous: one strided input sends the whole stack below down a slow path.
         dist = torch.hypot(dx, dy)[:, None].expand_as(x).contiguous()
@@ -59,7 +80,4 @@ class Observation:
         # own speed and alive.
         features = torch.stack((x, y, heading, speed, stock, alive, dist, bearing, speed, alive))
         torch.index_select(features[3:6:2], 2, self._swap_index, out=features[8:])
-        features.mul_(self._obs_scale)
-        # One transposing copy for P1. (Stacking [K, 2] columns along a new last dim instead
-        # is several times slower.)
-        return features[:, :, 0].T.contiguous(), features[:, :, 1].T
+        return features.mul_(self._obs_scale)

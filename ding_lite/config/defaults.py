@@ -73,6 +73,14 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             # replays each from the state stored at its start (backpropagation through
             # time). Must divide policy.collect.n_steps and policy.learn.batch_size.
             bptt_horizon=1,
+            # Prioritized segments: draw each minibatch's segments with replacement, with
+            # probability proportional to (sum of the segment's |advantage|) ** prio_alpha,
+            # and scale their advantages by importance weights; 0 keeps the shuffled,
+            # uniform minibatches.
+            prio_alpha=0.0,
+            # The importance weights' exponent at the start of the run; it rises by
+            # (1 - prio_beta0) * prio_alpha * (fraction of the run done), at most to 1.
+            prio_beta0=0.6,
             # Adam/AdamW learning rate.
             learning_rate=3e-4,
             # Anneal the learning rate linearly to 0 over max_env_step (or max_train_iter).

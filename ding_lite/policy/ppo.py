@@ -14,10 +14,16 @@ from ding_lite.envs.spaces import ActionSpace, space_to_dict
 from ding_lite.model import build_model
 from ding_lite.model.normalizer import RunningNorm
 from ding_lite.policy.base import POLICY_REGISTRY, Policy
-from ding_lite.policy.ppo_update import LossTerms, loss_terms, mean_terms, minibatches
+from ding_lite.policy.ppo_update import (
+    LossTerms,
+    SegmentSampler,
+    loss_terms,
+    mean_terms,
+    minibatches,
+)
 from ding_lite.rl_utils import explained_variance, get_adv_estimator
-from ding_lite.utils.distributed import all_mean_, average_gradients, broadcast_, world
-from ding_lite.utils.errors import CheckpointError, ConfigError
+from ding_lite.utils.distributed import all_mean_, average_gradients, world
+from ding_lite.utils.errors import CheckpointError
 
 
 @POLICY_REGISTRY.register("ppo")
@@ -140,25 +146,29 @@ class PPOPolicy(Policy):
         the whole minibatch. The minibatch's advantage mean and std come from the whole
         minibatch (which every rank holds: the values an all-reduce would give), and the KL
         early stop and the logged means are averaged over the ranks.
+
+        With ``prio_alpha > 0`` each epoch draws its segments by priority (see
+        :class:`~ding_lite.policy.ppo_update.SegmentSampler`), and ``prio_is_weight_mean``
+        joins the returned means.
         """
         learn = self.cfg.learn
         lr = self._learning_rate()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        batch_size = data["obs"].shape[0]
-        mb_size = min(learn.batch_size, batch_size)
+        mb_size = min(learn.batch_size, data["obs"].shape[0])
         horizon = learn.bptt_horizon
         rank, ranks = world()
-        if batch_size % horizon:
-            raise ConfigError(
-                f"a batch of {batch_size} samples is not whole segments of "
-                f"policy.learn.bptt_horizon={horizon}"
-            )
-        if (mb_size // horizon) % ranks:
-            raise ConfigError(
-                f"policy.learn.batch_size: a minibatch of {mb_size // horizon} segments of "
-                f"{horizon} steps does not split into {ranks} equal parts (one per learner rank)"
-            )
+        sampler = SegmentSampler(  # checks the segment arithmetic
+            data["adv"],
+            horizon,
+            mb_size,
+            ranks,
+            alpha=learn.get("prio_alpha", 0.0),
+            beta0=learn.get("prio_beta0", 0.6),
+            # A run without a planned length stays at progress 0 (beta = prio_beta0).
+            progress=self._iter / self._total_iters if self._total_iters else 0.0,
+            device=self.device,
+        )
         value_only = self._iter < learn.value_warmup_iters
         kl_coef = self._kl_coef
         ref_model = self._ref_model if kl_coef > 0 else None
@@ -167,7 +177,7 @@ class PPOPolicy(Policy):
         n_backward = 0
         self.model.train()
         for _epoch in range(learn.n_epochs):
-            order = broadcast_(torch.randperm(batch_size // horizon, device=self.device))
+            order, weights = sampler.epoch()
             for mb in minibatches(
                 data,
                 order,
@@ -176,6 +186,7 @@ class PPOPolicy(Policy):
                 rank=rank,
                 ranks=ranks,
                 horizon=horizon,
+                weights=weights,
             ):
                 terms = loss_terms(
                     self.model,
@@ -233,6 +244,7 @@ class PPOPolicy(Policy):
             "skipped_steps": float(self.skipped_steps),
             # 1.0 once max_skipped_steps steps in a row were skipped: the learner stops.
             "diverged": float(self.skipped_in_a_row >= self.cfg.learn.get("max_skipped_steps", 50)),
+            **sampler.info(),
         }
 
     def _optimizer_step(self) -> torch.Tensor:

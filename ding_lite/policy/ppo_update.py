@@ -1,8 +1,10 @@
-"""The pieces of one PPO update: minibatches, their loss terms by name, and the means.
+"""The pieces of one PPO update: segment orders, minibatches, their loss terms by name,
+and the means.
 
-:class:`~ding_lite.policy.ppo.PPOPolicy` runs the epochs; this module says what one
-minibatch is (:func:`minibatches`), what it costs (:func:`loss_terms`) and how the logged
-means are formed (:func:`mean_terms`). The maths itself lives in ``ding_lite.rl_utils``.
+:class:`~ding_lite.policy.ppo.PPOPolicy` runs the epochs; this module says which segments an
+epoch visits (:class:`SegmentSampler`: shuffled, or drawn by priority), what one minibatch is
+(:func:`minibatches`), what it costs (:func:`loss_terms`) and how the logged means are
+formed (:func:`mean_terms`). The maths itself lives in ``ding_lite.rl_utils``.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ from torch import Tensor, nn
 
 from ding_lite.rl_utils import (
     entropy_loss,
+    is_weights,
     normalize_advantages,
     ppo_policy_loss,
     ppo_value_loss,
+    prio_beta,
+    segment_probs,
 )
-from ding_lite.utils.distributed import all_mean_
+from ding_lite.utils.distributed import all_mean_, broadcast_
+from ding_lite.utils.errors import ConfigError
 
 
 class Minibatch(NamedTuple):
@@ -32,7 +38,9 @@ class Minibatch(NamedTuple):
         logp: Their log-probabilities under the behaviour policy, [N].
         value: Values predicted at collection time, [N].
         ret: Value targets, [N].
-        adv: Advantages, normalized over the whole minibatch if the estimator asks, [N].
+        adv: Advantages, normalized over the whole minibatch if the estimator asks, then
+            scaled by their segment's importance weight when segments are drawn by
+            priority, [N].
         state: For a recurrent model, the state at the start of each of the minibatch's S
             segments, ``[S, state_size]`` (rows are the segments' steps, segment-major);
             None for a feed-forward model.
@@ -76,6 +84,90 @@ class LossTerms(NamedTuple):
         return LossTerms._make(term.detach() for term in self)
 
 
+class SegmentSampler:
+    """Which segments each epoch of one update visits, the same on every data-parallel rank.
+
+    Uniform (``alpha == 0``): each epoch is a permutation of the segments, one
+    ``torch.randperm`` and no other random draw. Prioritized (``alpha > 0``): each epoch
+    draws ``(S // per_mb) * per_mb`` segments (as many minibatches as a shuffled epoch) with
+    replacement by ``torch.multinomial`` from ``p = segment_probs(adv, horizon, alpha)``, and
+    gives them the importance weights ``(S * p) ** -beta``, ``beta = prio_beta(beta0, alpha,
+    progress)``, not divided by their maximum. Rank 0's draw is broadcast to the others.
+
+    Args:
+        adv: The batch's advantages (as stored, before any normalization), [B], B / horizon
+            segments, segment-major.
+        horizon: Steps per segment (``policy.learn.bptt_horizon``).
+        mb_size: Samples per minibatch.
+        ranks: Data-parallel ranks, each taking an equal part of every minibatch.
+        alpha: ``policy.learn.prio_alpha``.
+        beta0: ``policy.learn.prio_beta0``.
+        progress: The fraction of the run done (iteration / planned iterations).
+        device: Where the uniform permutation is drawn (the policy's device).
+
+    Attributes:
+        probs: Each segment's sampling probability, [S]; None when uniform.
+        beta: The importance weights' exponent of this update.
+
+    Raises:
+        ConfigError: The batch is not whole segments, or a minibatch's segments do not split
+            into ``ranks`` equal parts.
+    """
+
+    def __init__(
+        self,
+        adv: Tensor,
+        horizon: int,
+        mb_size: int,
+        ranks: int,
+        *,
+        alpha: float,
+        beta0: float,
+        progress: float,
+        device: torch.device,
+    ) -> None:
+        batch_size = adv.shape[0]
+        if batch_size % horizon:
+            raise ConfigError(
+                f"a batch of {batch_size} samples is not whole segments of "
+                f"policy.learn.bptt_horizon={horizon}"
+            )
+        if (mb_size // horizon) % ranks:
+            raise ConfigError(
+                f"policy.learn.batch_size: a minibatch of {mb_size // horizon} segments of "
+                f"{horizon} steps does not split into {ranks} equal parts (one per learner rank)"
+            )
+        self.n_segments = batch_size // horizon
+        self.per_mb = mb_size // horizon
+        self.device = device
+        self.probs = segment_probs(adv, horizon, alpha) if alpha > 0 else None
+        self.beta = prio_beta(beta0, alpha, progress)
+        self._drawn: list[Tensor] = []
+
+    def epoch(self) -> tuple[Tensor, Tensor | None]:
+        """Draws the next epoch's segments.
+
+        Returns:
+            ``(order, weights)``: segment indices [M] (for :func:`minibatches`) and their
+            importance weights [M], None when uniform.
+        """
+        if self.probs is None:
+            return broadcast_(torch.randperm(self.n_segments, device=self.device)), None
+        draws = self.n_segments // self.per_mb * self.per_mb
+        order = broadcast_(torch.multinomial(self.probs, draws, replacement=True))
+        weights = is_weights(self.probs, order, self.beta)
+        self._drawn.append(weights)
+        return order, weights
+
+    def info(self) -> dict[str, float]:
+        """``{"prio_is_weight_mean": mean weight of every segment drawn so far}`` when
+        prioritized; ``{}`` when uniform (the stored update reference pins the learn info's
+        keys of the uniform update)."""
+        if not self._drawn:
+            return {}
+        return {"prio_is_weight_mean": float(torch.cat(self._drawn).mean())}
+
+
 def minibatches(
     data: dict[str, Tensor],
     order: Tensor,
@@ -85,6 +177,7 @@ def minibatches(
     rank: int = 0,
     ranks: int = 1,
     horizon: int = 1,
+    weights: Tensor | None = None,
 ) -> Iterator[Minibatch]:
     """Cuts one epoch of a batch into minibatches of whole segments, and each into this
     rank's part.
@@ -93,20 +186,23 @@ def minibatches(
     env copy, segment-major (segment ``s`` is rows ``s * horizon`` to ``(s + 1) * horizon``;
     with ``horizon=1`` every row is a segment). Each minibatch takes the next
     ``mb_size / horizon`` segments of ``order``; a last partial one is dropped. Advantages
-    are normalized over the whole minibatch (which every rank holds), then rank ``r`` of
-    ``ranks`` keeps the r-th of ``ranks`` contiguous parts (whole segments).
+    are normalized over the whole minibatch (which every rank holds), multiplied by their
+    segment's importance weight if ``weights`` are given, then rank ``r`` of ``ranks``
+    keeps the r-th of ``ranks`` contiguous parts (whole segments).
 
     Args:
         data: The batch: ``obs``, ``action``, ``logp``, ``value``, ``adv``, ``ret``, each
             with B rows; for a recurrent model also ``episode_start`` (B rows) and
             ``core_state`` (one row per segment).
-        order: A permutation of the segments ``range(B / horizon)``, the same on every rank.
+        order: Segment indices in ``range(B / horizon)``, the same on every rank: a
+            permutation, or segments drawn by priority (:meth:`SegmentSampler.epoch`).
         mb_size: Samples per minibatch, a multiple of ``horizon``, whose segments are a
             multiple of ``ranks``.
         normalize: Normalize advantages per minibatch (:func:`normalize_advantages`).
         rank: This process's rank in the data-parallel group.
         ranks: The group's size.
         horizon: Steps per segment (``policy.learn.bptt_horizon``).
+        weights: Importance weights of ``order``'s segments, or None (no weighting).
 
     Yields:
         :class:`Minibatch` of ``mb_size // ranks`` samples each.
@@ -120,6 +216,9 @@ def minibatches(
         mb_adv = data["adv"][mb_inds]
         if normalize:
             mb_adv = normalize_advantages(mb_adv)
+        if weights is not None:
+            mb_w = weights[start : start + per_mb]
+            mb_adv = mb_adv * (mb_w if horizon == 1 else mb_w.repeat_interleave(horizon))
         if ranks > 1:
             rows = part * horizon
             segs = segs[rank * part : (rank + 1) * part]

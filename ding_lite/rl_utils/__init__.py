@@ -1,4 +1,5 @@
-"""Pure tensor functions for RL maths: GAE, PPO losses, the advantage-estimator registry."""
+"""Pure tensor functions for RL maths: GAE, PPO losses, the advantage-estimator registry,
+prioritized segment sampling."""
 
 from .adv_estimator import (
     ADV_ESTIMATOR_REGISTRY,
@@ -17,6 +18,7 @@ from .ppo import (
     ppo_policy_loss,
     ppo_value_loss,
 )
+from .prioritized import is_weights, prio_beta, segment_probs
 
 __all__ = [
     "ADV_ESTIMATOR_REGISTRY",
@@ -28,9 +30,12 @@ __all__ = [
     "gae",
     "gae_with_returns",
     "get_adv_estimator",
+    "is_weights",
     "list_adv_estimators",
     "normalize_advantages",
     "ppo_policy_loss",
     "ppo_value_loss",
+    "prio_beta",
     "register_adv_estimator",
+    "segment_probs",
 ]

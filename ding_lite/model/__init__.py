@@ -1,6 +1,7 @@
 """Actor-critic networks and the action distributions they return."""
 
-from .actor_critic import ACTIVATIONS, MODEL_OPTIONS, ActorCritic, build_model
+from .actor_critic import ACTIVATIONS, ActorCritic
+from .build import MODEL_OPTIONS, build_model
 from .dists import (
     TANH_CLAMP_EPS,
     ActionBounds,

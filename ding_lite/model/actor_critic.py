@@ -18,6 +18,7 @@ from .dists import (
     HybridDist,
     MultiCategoricalDist,
 )
+from .layers import layer_init, mlp_layers
 from .normalizer import RunningNorm
 from .recurrent import CORES, RecurrentCore
 
@@ -30,21 +31,6 @@ unbounded mean drifts far past the +-7.25 that a float32 squashed action can sti
 the log-probability of a stored action then no longer matches the one it was sampled with,
 and PPO's ratio overflows."""
 """Range that state-dependent log-std heads are clamped to."""
-
-
-def _layer_init(layer: nn.Linear, gain: float, ortho_init: bool) -> nn.Linear:
-    if ortho_init:
-        nn.init.orthogonal_(layer.weight, gain)
-        nn.init.zeros_(layer.bias)
-    return layer
-
-
-def _mlp_layers(in_dim: int, hidden_sizes: Sequence[int], ortho_init: bool) -> nn.ModuleList:
-    layers = []
-    for size in hidden_sizes:
-        layers.append(_layer_init(nn.Linear(in_dim, size), math.sqrt(2.0), ortho_init))
-        in_dim = size
-    return nn.ModuleList(layers)
 
 
 class ActorCritic(nn.Module):
@@ -129,9 +115,9 @@ class ActorCritic(nn.Module):
 
         self._activation = ACTIVATIONS[activation]
         self._flatten = len(shape) > 1
-        self.actor_encoder = _mlp_layers(flat_dim, hidden_sizes, ortho_init)
+        self.actor_encoder = mlp_layers(flat_dim, hidden_sizes, ortho_init)
         self.critic_encoder = (
-            None if share_encoder else _mlp_layers(flat_dim, hidden_sizes, ortho_init)
+            None if share_encoder else mlp_layers(flat_dim, hidden_sizes, ortho_init)
         )
         #: The recurrent core (None: a feed-forward policy, no state).
         self.core = None if core == "none" else RecurrentCore(core, feat_dim, int(core_size))
@@ -139,8 +125,8 @@ class ActorCritic(nn.Module):
             feat_dim = self.core.hidden_size
 
         self._kind, head_dim, log_std_cols = self._plan_heads(action_space, state_dependent_std)
-        self.policy_head = _layer_init(nn.Linear(feat_dim, head_dim), 0.01, ortho_init)
-        self.value_head = _layer_init(nn.Linear(feat_dim, 1), 1.0, ortho_init)
+        self.policy_head = layer_init(nn.Linear(feat_dim, head_dim), 0.01, ortho_init)
+        self.value_head = layer_init(nn.Linear(feat_dim, 1), 1.0, ortho_init)
         if zero_init_value:
             nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)
@@ -403,45 +389,3 @@ class ActorCritic(nn.Module):
         """
         dist, value = self(obs)
         return dist.log_prob(action), dist.entropy(), value
-
-
-def build_model(
-    obs_shape: int | Sequence[int], action_space: ActionSpace, **model_cfg: object
-) -> ActorCritic:
-    """Builds the actor-critic for an env.
-
-    Args:
-        obs_shape: Observation size or shape (without the batch dimension).
-        action_space: The env's action space.
-        **model_cfg: Keyword options of :class:`ActorCritic` (``hidden_sizes``,
-            ``activation``, ``share_encoder``, ``log_std_init``, ``state_dependent_std``,
-            ``zero_init_value``, ``ortho_init``, ``obs_norm``, ``obs_clip``, ``core``,
-            ``core_size``) and
-            ``return_norm`` (set by the policy from ``policy.learn.reward_scale``).
-
-    Returns:
-        The :class:`ActorCritic`.
-
-    Raises:
-        ValueError: For an unknown option, activation or action space.
-    """
-    unknown = sorted(set(model_cfg) - set(MODEL_OPTIONS) - {"return_norm"})
-    if unknown:
-        raise ValueError(f"unknown model option(s) {unknown}; known: {', '.join(MODEL_OPTIONS)}")
-    return ActorCritic(obs_shape, action_space, **model_cfg)  # type: ignore[arg-type]
-
-
-MODEL_OPTIONS = (
-    "hidden_sizes",
-    "activation",
-    "share_encoder",
-    "log_std_init",
-    "state_dependent_std",
-    "zero_init_value",
-    "ortho_init",
-    "obs_norm",
-    "obs_clip",
-    "core",
-    "core_size",
-)
-"""Keyword options :func:`build_model` accepts."""

@@ -1,0 +1,94 @@
+"""What a config's values must be beyond their types, and sizes that must divide."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ding_lite.utils.errors import ConfigError
+
+# Value checks beyond the type: dotted key -> (predicate, what the value must be).
+CONSTRAINTS: dict[str, tuple[Any, str]] = {
+    "env.num_envs": (lambda v: v >= 1, "at least 1"),
+    "env.vector_mode": (lambda v: v in ("sync", "async"), "'sync' or 'async'"),
+    "policy.learn.n_epochs": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.batch_size": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.learning_rate": (lambda v: v > 0, "positive"),
+    "policy.learn.grad_accum_steps": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.clip_ratio": (lambda v: v > 0, "positive"),
+    "policy.learn.grad_clip_norm": (lambda v: v is None or v > 0, "positive or none"),
+    "policy.learn.value_clip_range": (lambda v: v is None or v > 0, "positive or none"),
+    "policy.learn.optimizer": (lambda v: v in ("adam", "adamw"), "'adam' or 'adamw'"),
+    "policy.model.activation": (lambda v: v in ("tanh", "relu"), "'tanh' or 'relu'"),
+    "policy.collect.n_steps": (lambda v: v >= 1, "at least 1"),
+    "policy.collect.gamma": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+    "policy.collect.gae_lambda": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+    "evaluator.n_episodes": (lambda v: v >= 1, "at least 1"),
+    "collector.stats_window": (lambda v: v >= 1, "at least 1"),
+    "evaluator.eval_freq": (lambda v: v >= 0, "0 or more"),
+    "learner.keep_ckpts": (lambda v: v >= 1, "at least 1"),
+    "max_env_step": (lambda v: v is None or v >= 1, "at least 1"),
+    "max_train_iter": (lambda v: v is None or v >= 1, "at least 1"),
+    "system.coordinator_port": (
+        lambda v: v == "auto" or (isinstance(v, int) and 0 <= v < 65536),
+        "'auto' or a port number",
+    ),
+    "system.learners": (lambda v: v >= 1, "at least 1"),
+    "system.collectors": (lambda v: v >= 1, "at least 1"),
+    "system.heartbeat_period": (lambda v: v > 0, "positive"),
+    "system.heartbeat_tolerance": (lambda v: v > 0, "positive"),
+    "system.task_timeout": (lambda v: v > 0, "positive"),
+    "system.http_timeout": (lambda v: v > 0, "positive"),
+    "system.max_body_bytes": (lambda v: v >= 1024, "at least 1024"),
+    "system.max_policy_lag": (lambda v: v >= 0, "0 or more"),
+    "system.keep_policies": (lambda v: v >= 1, "at least 1"),
+    "system.max_pending_files": (lambda v: v >= 1, "at least 1"),
+    "system.stall_timeout": (lambda v: v > 0, "positive"),
+    "system.max_restarts": (lambda v: v >= 0, "0 or more"),
+    "system.join_timeout": (lambda v: v > 0, "positive"),
+    "system.dist_timeout": (lambda v: v > 0, "positive"),
+    "system.launcher": (lambda v: v in ("local", "ray"), "'local' or 'ray'"),
+    "policy.learn.max_skipped_steps": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.value_weight": (lambda v: v > 0, "positive"),
+    "policy.learn.entropy_weight": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.kl_coef": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.kl_coef_decay": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.kl_ref_update_interval": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.value_warmup_iters": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.target_kl": (lambda v: v is None or v > 0, "positive or none"),
+    # Adam divides by sqrt(v) + eps: 0 gives 0/0 for a parameter with no gradient yet.
+    "policy.learn.adam_eps": (lambda v: v > 0, "positive"),
+    "policy.learn.weight_decay": (lambda v: v >= 0, "0 or more"),
+    "policy.model.obs_clip": (lambda v: v > 0, "positive"),
+    "policy.model.core": (lambda v: v in ("none", "lstm", "gru"), "'none', 'lstm' or 'gru'"),
+    "policy.model.core_size": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.bptt_horizon": (lambda v: v >= 1, "at least 1"),
+    "policy.learn.prio_alpha": (lambda v: v >= 0, "0 or more"),
+    "policy.learn.prio_beta0": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+    "learner.max_iterations": (lambda v: v >= 1, "at least 1"),
+    "device": (
+        lambda v: v in ("cpu", "cuda", "auto") or v.startswith("cuda:"),
+        "'cpu', 'cuda', 'cuda:N' or 'auto'",
+    ),
+}
+
+
+def check_batch_arithmetic(cfg: Mapping) -> None:
+    """Sizes that must divide one another, named by their keys when they do not.
+
+    Raises:
+        ConfigError: ``n_steps`` or ``batch_size`` not a whole number of segments.
+    """
+    horizon = cfg["policy"]["learn"]["bptt_horizon"]
+    n_steps = cfg["policy"]["collect"]["n_steps"]
+    batch_size = cfg["policy"]["learn"]["batch_size"]
+    if n_steps % horizon:
+        raise ConfigError(
+            f"policy.collect.n_steps={n_steps} is not a multiple of "
+            f"policy.learn.bptt_horizon={horizon}: rollouts are cut into whole segments"
+        )
+    if batch_size % horizon:
+        raise ConfigError(
+            f"policy.learn.batch_size={batch_size} is not a multiple of "
+            f"policy.learn.bptt_horizon={horizon}: a minibatch is a set of whole segments"
+        )

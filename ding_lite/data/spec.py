@@ -112,6 +112,8 @@ def probe_rollout_spec(
     with torch.random.fork_rng(devices=devices), torch.inference_mode():
         obs, _ = env.reset(seed=0)
         obs = obs.to(device)
+        if getattr(env, "num_agents", 1) > 1:  # one policy row per agent
+            obs = obs.flatten(0, 1)
         if recurrent:
             state = collect_mode.initial_state(obs.shape[0], device)
             state_size = state.shape[1]

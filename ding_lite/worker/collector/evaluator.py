@@ -17,7 +17,9 @@ class EvalResult:
     """Statistics of one evaluation.
 
     ``wins``, ``losses`` and ``draws`` count the finished episodes by outcome; they are None
-    when the env reports no ``info["episode"]["outcome"]``.
+    when the env reports no ``info["episode"]["outcome"]``. With several agents per copy
+    (``env.num_agents``) every agent's episode counts as one, with its own return and
+    outcome.
     """
 
     return_mean: float
@@ -78,30 +80,46 @@ class Evaluator:
 
     def _eval(self) -> EvalResult:
         env = self.env
+        # One row per agent of every copy (A = 1: per copy); per-copy outputs are repeated.
+        agents = int(getattr(env, "num_agents", 1))
+        rows = env.num_envs * agents
+
+        def per_agent(x: torch.Tensor) -> torch.Tensor:
+            return x if agents == 1 else x.flatten(0, 1)
+
+        def repeat(x: torch.Tensor) -> torch.Tensor:
+            return x if agents == 1 else x.repeat_interleave(agents, dim=0)
+
         obs, _ = env.reset(seed=self.seed)
-        finished = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
-        returns = torch.zeros(env.num_envs, device=env.device)
-        lengths = torch.zeros(env.num_envs, device=env.device)
+        obs = per_agent(obs)
+        finished = torch.zeros(rows, dtype=torch.bool, device=env.device)
+        returns = torch.zeros(rows, device=env.device)
+        lengths = torch.zeros(rows, device=env.device)
         outcomes: torch.Tensor | None = None  # set once the env reports outcomes
         recurrent = bool(getattr(self.policy, "recurrent", False))
-        if recurrent:  # each copy's state, zeroed where an episode starts
-            state = self.policy.initial_state(env.num_envs, env.device)
-            starts = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
+        if recurrent:  # each row's state, zeroed where an episode starts
+            state = self.policy.initial_state(rows, env.device)
+            starts = torch.ones(rows, dtype=torch.bool, device=env.device)
         for step in range(self.max_steps):
             if recurrent:
                 action, state = self.policy.step(obs, state, starts)
-                obs, _, terminated, truncated, info = env.step(action)
-                starts = terminated | truncated
             else:
-                obs, _, _, _, info = env.step(self.policy.forward(obs))
+                action = self.policy.forward(obs)
+            if agents > 1:
+                action = action.unflatten(0, (-1, agents))
+            obs, _, terminated, truncated, info = env.step(action)
+            obs = per_agent(obs)
+            if recurrent:
+                starts = repeat(terminated | truncated)
             episode = info["episode"]
-            first = episode["mask"] & ~finished
-            returns = torch.where(first, episode["return"], returns)
-            lengths = torch.where(first, episode["length"].float(), lengths)
+            mask = repeat(episode["mask"])
+            first = mask & ~finished
+            returns = torch.where(first, per_agent(episode["return"]), returns)
+            lengths = torch.where(first, repeat(episode["length"]).float(), lengths)
             if "outcome" in episode:
                 before = returns.new_zeros(()) if outcomes is None else outcomes
-                outcomes = torch.where(first, episode["outcome"], before)
-            finished |= episode["mask"]
+                outcomes = torch.where(first, per_agent(episode["outcome"]), before)
+            finished |= mask
             # Checking on the host costs a sync; every 8 steps is plenty.
             if step % 8 == 7 and bool(finished.all()):
                 break
@@ -110,7 +128,7 @@ class Evaluator:
         n = int(done.sum())
         mean = float(values.mean()) if n else math.nan
         std = float(values.std(unbiased=False)) if n else math.nan
-        solved = n == env.num_envs and self.stop_value is not None and mean >= self.stop_value
+        solved = n == rows and self.stop_value is not None and mean >= self.stop_value
         counts = None if outcomes is None else count_outcomes(outcomes.cpu()[done])
         return EvalResult(
             return_mean=mean,

@@ -37,6 +37,13 @@ class SerialCollector:
     A recurrent policy (``policy.recurrent``) is stepped with its state, one per env copy,
     zeroed where an episode starts; each rollout also holds ``episode_start`` and the state
     at the start of every segment (``core_state``), from which the update replays it.
+
+    An env with ``A = env.num_agents`` > 1 agents per copy is one policy row per agent: its
+    ``[N, A, ...]`` outputs become ``N * A`` rows (copy-major) and the policy's actions go
+    back as ``[N, A, ...]``; what ends per copy (dones, episode lengths) is repeated for each
+    of its agents. ``envstep`` counts env steps (``N`` per step), a rollout holds agent steps
+    (``T * N * A`` samples), finished-episode returns and outcomes are each agent's, and
+    ``episodes`` counts copies' episodes.
     """
 
     def __init__(
@@ -61,7 +68,10 @@ class SerialCollector:
         self.gamma = gamma
         self.gae_lambda = gae_lambda
         self.adv_estimator = adv_estimator
-        self._obs, _ = env.reset(seed=seed)
+        self.agents = int(getattr(env, "num_agents", 1))
+        rows = env.num_envs * self.agents  # policy rows per env step
+        obs, _ = env.reset(seed=seed)
+        self._obs = self._per_agent(obs)
         self.envstep = 0
         self.episodes = 0
         self.recent_returns: deque[float] = deque(maxlen=stats_window)
@@ -73,12 +83,12 @@ class SerialCollector:
         self.last_lengths: list[int] = []
         self.last_outcomes: list[float] = []
         # Each copy's running discounted return, for reward scaling (reset at episode ends).
-        self._running_return = torch.zeros(env.num_envs, device=env.device)
+        self._running_return = torch.zeros(rows, device=env.device)
         self.recurrent = bool(getattr(policy, "recurrent", False))
         if self.recurrent:
-            # Each copy's state, and which copies start an episode at the next step.
-            self._state = policy.initial_state(env.num_envs, env.device)
-            self._episode_start = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
+            # Each row's state, and which rows start an episode at the next step.
+            self._state = policy.initial_state(rows, env.device)
+            self._episode_start = torch.ones(rows, dtype=torch.bool, device=env.device)
         self._alloc()
 
     @classmethod
@@ -99,9 +109,10 @@ class SerialCollector:
         )
 
     def _alloc(self) -> None:
-        """Preallocates the rollout buffers [T, B, ...] on the env's device."""
+        """Preallocates the rollout buffers [T, B, ...] on the env's device (B: rows, one
+        per agent of every copy)."""
         env, T = self.env, self.n_steps
-        B, dev = env.num_envs, env.device
+        B, dev = env.num_envs * self.agents, env.device
         self._b_obs = torch.empty((T, B, *env.obs_shape), device=dev)
         self._b_final_obs = torch.empty_like(self._b_obs)
         self._b_rewards = torch.empty((T, B), device=dev)
@@ -164,7 +175,9 @@ class SerialCollector:
             self._b_actions[t] = action
             self._b_logprobs[t] = logp
             self._b_values[t] = value
-            raw, reward, terminated, truncated, info = self.env.step(action)
+            raw, reward, terminated, truncated, info = self.env.step(self._per_copy_action(action))
+            raw, reward = self._per_agent(raw), self._per_agent(reward)
+            terminated, truncated = self._repeat(terminated), self._repeat(truncated)
             self._b_terminated[t] = terminated
             torch.logical_or(terminated, truncated, out=self._b_dones[t])
             if self.recurrent:
@@ -175,15 +188,15 @@ class SerialCollector:
                 self._running_return.masked_fill_(self._b_dones[t], 0.0)
                 reward = reward / reward_std
             self._b_rewards[t] = reward
-            self._b_final_obs[t] = info["final_obs"]
+            self._b_final_obs[t] = self._per_agent(info["final_obs"])
             episode = info["episode"]
-            self._b_ep_return[t] = episode["return"]
-            self._b_ep_length[t] = episode["length"]
-            self._b_ep_mask[t] = episode["mask"]
+            self._b_ep_return[t] = self._per_agent(episode["return"])
+            self._b_ep_length[t] = self._repeat(episode["length"])
+            self._b_ep_mask[t] = self._repeat(episode["mask"])
             if "outcome" in episode:
                 if self._b_ep_outcome is None:
                     self._b_ep_outcome = torch.zeros_like(self._b_rewards)
-                self._b_ep_outcome[t] = episode["outcome"]
+                self._b_ep_outcome[t] = self._per_agent(episode["outcome"])
         self._obs = raw
         T, B = self._b_rewards.shape
         # The obs after step t is the final obs for copies that ended, the next obs otherwise.
@@ -207,7 +220,7 @@ class SerialCollector:
             self.gamma,
             self.gae_lambda,
         )
-        self.envstep += T * B
+        self.envstep += T * self.env.num_envs  # env steps, whatever the agents per copy
         mask = self._b_ep_mask
         self.last_returns = self._b_ep_return[mask].tolist()
         self.last_lengths = self._b_ep_length[mask].tolist()
@@ -216,7 +229,7 @@ class SerialCollector:
         if self._b_ep_outcome is not None:
             self.last_outcomes = self._b_ep_outcome[mask].tolist()
             self.recent_outcomes.extend(self.last_outcomes)
-        self.episodes += len(self.last_returns)
+        self.episodes += len(self.last_returns) // self.agents
         rows = self._rows
         data = {
             "obs": rows(self._b_obs),
@@ -238,6 +251,18 @@ class SerialCollector:
         if ret_rms is not None:
             data["ret_norm_update"] = ret_rms.summarize(self._b_running_return).unsqueeze(0)
         return data
+
+    def _per_agent(self, x: torch.Tensor) -> torch.Tensor:
+        """An env output with an agent axis ``[N, A, ...]`` as policy rows ``[N * A, ...]``."""
+        return x if self.agents == 1 else x.flatten(0, 1)
+
+    def _repeat(self, x: torch.Tensor) -> torch.Tensor:
+        """A per-copy env output ``[N, ...]`` as policy rows, repeated for each agent."""
+        return x if self.agents == 1 else x.repeat_interleave(self.agents, dim=0)
+
+    def _per_copy_action(self, action: torch.Tensor) -> torch.Tensor:
+        """The policy's actions ``[N * A, ...]`` as the env takes them, ``[N, A, ...]``."""
+        return action if self.agents == 1 else action.unflatten(0, (-1, self.agents))
 
     def _rows(self, x: torch.Tensor, copy: bool = True) -> torch.Tensor:
         """``x`` [T, B, ...] as rollout rows: time-major with one-step segments, else

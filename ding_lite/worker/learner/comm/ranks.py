@@ -44,7 +44,8 @@ CLOSE_WAIT_S = 2.0  # how long closing waits for a command still holding the gro
 
 def build_policy(cfg: Any, device_override: str | None = None) -> tuple[Any, Any, int]:
     """What rank 0 and every follower build alike for a run: ``(probe env, policy, samples
-    per iteration)``, after seeding with the run's seed.
+    per iteration)``, after seeding with the run's seed (samples are agent steps: env steps
+    times the env's agents per copy).
 
     One iteration trains on a rollout of every collector: C collectors of N envs learn like
     a serial run with C * N envs. With several ranks on GPUs, rank r takes GPU r (modulo
@@ -61,13 +62,14 @@ def build_policy(cfg: Any, device_override: str | None = None) -> tuple[Any, Any
         torch.cuda.set_device(device)
     set_seed(cfg.seed)
     probe = build_env(cfg, 1, "cpu", cfg.seed)
-    batch = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
+    env_steps = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
+    batch = env_steps * probe.num_agents  # samples: agent steps
     if min(cfg.policy.learn.batch_size, batch) % ranks:
         raise ConfigError(
             f"policy.learn.batch_size={cfg.policy.learn.batch_size} does not split into "
             f"{ranks} equal parts, one per learner rank"
         )
-    total_iters = math.ceil(cfg.max_env_step / batch) if cfg.max_env_step else None
+    total_iters = math.ceil(cfg.max_env_step / env_steps) if cfg.max_env_step else None
     policy = create_policy(
         cfg.policy,
         obs_shape=probe.obs_shape,

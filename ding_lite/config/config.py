@@ -41,6 +41,7 @@ EXPERIMENTS = (
     "mujoco_ppo",
     "cartpole_lstm_ppo",
     "pendulum_lstm_ppo",
+    "aircombat_selfplay_ppo",
 )
 
 FLOAT32_MAX = 3.4028234663852886e38

@@ -89,7 +89,7 @@ class SerialRun:
         self.device = device = resolve_device(cfg.device)
         self.env = build_env(cfg, cfg.env.num_envs, device, cfg.seed)
         eval_seed = cfg.seed + EVAL_SEED_OFFSET
-        self.eval_env = build_env(cfg, cfg.evaluator.n_episodes, device, eval_seed)
+        self.eval_env = build_env(cfg, cfg.evaluator.n_episodes, device, eval_seed, evaluation=True)
         batch = cfg.policy.collect.n_steps * cfg.env.num_envs
         # The LR schedule spans max_env_step when set, so it does not change when a resumed
         # run is given a new max_train_iter.

@@ -11,7 +11,9 @@ from ding_lite.envs.base import TensorVectorEnv
 from ding_lite.utils.errors import ConfigError
 
 
-def build_env(cfg: Any, num_envs: int, device: Any, seed: int) -> TensorVectorEnv:
+def build_env(
+    cfg: Any, num_envs: int, device: Any, seed: int, *, evaluation: bool = False
+) -> TensorVectorEnv:
     """Creates ``cfg.env.name`` with ``cfg.env.kwargs`` and ``cfg.env.vector_mode``; a bad
     name or argument, or a missing dependency of the env, is a ConfigError.
 
@@ -20,8 +22,12 @@ def build_env(cfg: Any, num_envs: int, device: Any, seed: int) -> TensorVectorEn
         num_envs: env copies.
         device: where the env's tensors live.
         seed: seed of the first reset.
+        evaluation: an evaluation env: ``cfg.evaluator.env_kwargs`` override
+            ``cfg.env.kwargs`` (e.g. a self-play run evaluated against a scripted opponent).
     """
     kwargs = dict(cfg.env.kwargs)
+    if evaluation:
+        kwargs.update(cfg.get("evaluator", {}).get("env_kwargs", {}))
     if isinstance(kwargs.get("dtype"), str):
         # Configs are JSON/YAML: "float64" names torch.float64.
         dtype = getattr(torch, kwargs["dtype"], None)

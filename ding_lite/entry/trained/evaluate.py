@@ -54,7 +54,7 @@ def evaluate_checkpoint(
     path, state = read_checkpoint(ckpt)
     set_seed(cfg.seed)
     dev = resolve_device(cfg.device)
-    env = build_env(cfg, episodes, dev, cfg.seed)
+    env = build_env(cfg, episodes, dev, cfg.seed, evaluation=True)
     policy = policy_from_checkpoint(
         cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device=dev
     )

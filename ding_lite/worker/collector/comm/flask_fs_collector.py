@@ -177,7 +177,9 @@ class FlaskFileSystemCollector:
         """Builds the eval env and evaluates policy versions from now on."""
         cfg = self.cfg
         eval_seed = cfg.seed + EVAL_SEED_OFFSET
-        eval_env = build_env(cfg, cfg.evaluator.n_episodes, self._device, eval_seed)
+        eval_env = build_env(
+            cfg, cfg.evaluator.n_episodes, self._device, eval_seed, evaluation=True
+        )
         self._evaluator = Evaluator(
             eval_env, self._policy.eval_mode, stop_value=cfg.evaluator.stop_value, seed=eval_seed
         )

@@ -225,6 +225,9 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # Evaluate only once the mean return of the last 20 training episodes reaches this
         # (saves time early in training; None: evaluate whenever due).
         min_train_return=None,
+        # Constructor arguments of the evaluation env over env.kwargs (e.g. a self-play run
+        # evaluated against a scripted opponent: {"opponent": "rule_based"}).
+        env_kwargs={},
     ),
 )
 
@@ -247,4 +250,4 @@ MULTI_TYPE_KEYS: dict[str, tuple[type, ...]] = {
 }
 
 # Sections whose keys are free-form (not checked against defaults).
-FREE_FORM_KEYS = ("env.kwargs",)
+FREE_FORM_KEYS = ("env.kwargs", "evaluator.env_kwargs")

@@ -83,3 +83,13 @@ def test_missing_matplotlib_is_one_line_error(aircombat_ckpt, tmp_path, capsys, 
     err = capsys.readouterr().err
     assert "pip install matplotlib (in a ding_lite checkout: pip install -e '.[render]')" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_render_a_self_play_match(aircombat_ckpt, tmp_path):
+    """``opponent="self"``: the policy flies both fighters (one row per agent); the outcome
+    is P1's (blue's) view."""
+    pytest.importorskip("matplotlib")
+    match = render_match("aircombat_ppo", aircombat_ckpt, tmp_path / "self.png", opponent="self")
+    assert (tmp_path / "self.png").is_file()
+    assert match["outcome"] in (-1.0, 0.0, 1.0) and 1 <= match["length"] <= 600
+    assert len(match["missiles_fired"]) == 2

@@ -125,7 +125,8 @@ def render_match(
         frames, info = _play(env, policy.model, bool(cfg.policy.eval.deterministic))
     episode = info["episode"]
     match = {
-        "outcome": float(episode["outcome"][0]) if bool(episode["mask"][0]) else 0.0,
+        # P1's view (in self-play, agent 0's: blue)
+        "outcome": float(episode["outcome"][0].reshape(-1)[0]) if bool(episode["mask"][0]) else 0.0,
         "length": len(frames) - 1,
         "missiles_fired": info["combat"]["missiles_fired"][0].tolist(),
         "path": str(out),
@@ -152,14 +153,20 @@ def _play(
     frames = [Frame.of(env)]
     info: dict[str, Any] = {}
     # A recurrent policy carries its state from the episode's start (model.step is act for
-    # a feed-forward one).
-    state = model.initial_state(env.num_envs, obs.device)
-    starts = torch.ones(env.num_envs, dtype=torch.bool, device=obs.device)
+    # a feed-forward one); in self-play (two agents per copy) it flies both fighters.
+    agents = env.num_agents
+    rows = env.num_envs * agents
+    state = model.initial_state(rows, obs.device)
+    starts = torch.ones(rows, dtype=torch.bool, device=obs.device)
     with torch.inference_mode():
         for _ in range(MAX_STEPS):
-            action, _, _, state = model.step(obs, state, starts, deterministic=deterministic)
+            action, _, _, state = model.step(
+                obs.flatten(0, 1) if agents > 1 else obs, state, starts, deterministic=deterministic
+            )
             starts = torch.zeros_like(starts)
-            obs, _, _, _, info = env.step(action)
+            obs, _, _, _, info = env.step(
+                action.unflatten(0, (-1, agents)) if agents > 1 else action
+            )
             frames.append(env.last_frame)
             if bool(info["episode"]["mask"][0]):
                 break

@@ -25,6 +25,7 @@ CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "policy.collect.gae_lambda": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
     "evaluator.n_episodes": (lambda v: v >= 1, "at least 1"),
     "collector.stats_window": (lambda v: v >= 1, "at least 1"),
+    "collector.async_factor": (lambda v: v >= 1, "at least 1"),
     "evaluator.eval_freq": (lambda v: v >= 0, "0 or more"),
     "learner.keep_ckpts": (lambda v: v >= 1, "at least 1"),
     "max_env_step": (lambda v: v is None or v >= 1, "at least 1"),
@@ -77,8 +78,15 @@ def check_batch_arithmetic(cfg: Mapping) -> None:
     """Sizes that must divide one another, named by their keys when they do not.
 
     Raises:
-        ConfigError: ``n_steps`` or ``batch_size`` not a whole number of segments.
+        ConfigError: ``n_steps`` or ``batch_size`` not a whole number of segments, or
+            ``env.num_envs`` not a whole number of the collector's buffers.
     """
+    num_envs, buffers = cfg["env"]["num_envs"], cfg["collector"]["async_factor"]
+    if num_envs % buffers:
+        raise ConfigError(
+            f"env.num_envs={num_envs} is not a multiple of collector.async_factor={buffers}: "
+            "the collector steps its env copies in that many equal groups"
+        )
     horizon = cfg["policy"]["learn"]["bptt_horizon"]
     n_steps = cfg["policy"]["collect"]["n_steps"]
     batch_size = cfg["policy"]["learn"]["batch_size"]

@@ -164,6 +164,11 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
     collector=dict(
         # Finished training episodes kept for the running return/length statistics.
         stats_window=100,
+        # Double-buffered collection: the env copies are split into this many groups of
+        # env.num_envs / async_factor copies (it must divide env.num_envs); each env step
+        # acts for one group and starts its step, then the next, then waits for all, so a
+        # gym:<id> env with vector_mode "async" steps while the policy acts (1: off).
+        async_factor=1,
     ),
     system=dict(
         # Address the coordinator binds (use 0.0.0.0 only on a trusted network).

@@ -73,6 +73,8 @@ class TensorVectorEnv(abc.ABC):
     # Clip Box actions to the bounds before the env sees them. The clipped tensor is a new
     # one: the caller's action (what a collector stores and trains on) is left as sampled.
     clip_actions: bool = True
+    # The action step_async() keeps for step_wait() (None: no step pending).
+    _pending_action: Tensor | None = None
 
     def __init__(
         self,
@@ -239,6 +241,33 @@ class TensorVectorEnv(abc.ABC):
         info = self._episode_info(reward, ep_length, done)
         info["final_obs"] = final_obs
         return obs, reward, terminated, truncated, info
+
+    def step_async(self, action: Tensor) -> None:
+        """Starts :meth:`step` without waiting for it; :meth:`step_wait` returns its result.
+
+        This default only keeps ``action``, and :meth:`step_wait` steps: nothing overlaps
+        (a bundled env's step is tensor ops queued on its device anyway). An env whose copies
+        step elsewhere (subprocesses) overrides both, so that the caller can work while
+        they step, e.g. compute the actions of another group of copies.
+
+        Raises:
+            RuntimeError: a step is already pending (call :meth:`step_wait` first).
+        """
+        if self._pending_action is not None:
+            raise RuntimeError(f"{self.name}: a step is pending; call step_wait() first")
+        self._pending_action = action
+
+    def step_wait(self) -> StepResult:
+        """The result of the step :meth:`step_async` started, as :meth:`step` returns it.
+
+        Raises:
+            RuntimeError: no step is pending.
+            ValueError: the action given to :meth:`step_async` has the wrong shape.
+        """
+        action, self._pending_action = self._pending_action, None
+        if action is None:
+            raise RuntimeError(f"{self.name}: no step is pending; call step_async() first")
+        return self.step(action)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue the exact trajectory after a restart.

@@ -182,14 +182,40 @@ class GymVectorEnv(TensorVectorEnv):
 
     def step(self, action: Tensor) -> StepResult:
         """Steps every copy; see :class:`TensorVectorEnv` for the returned tensors."""
+        return self._from_gym(*self._env.step(self._to_gym(action)))
+
+    def step_async(self, action: Tensor) -> None:
+        """Starts a step; with ``vector_mode="async"`` the subprocesses step while the
+        caller goes on (gymnasium's ``step_async``), else the step runs in
+        :meth:`step_wait`."""
+        if self.vector_mode != "async":
+            super().step_async(action)
+            return
+        self._env.step_async(self._to_gym(action))
+
+    def step_wait(self) -> StepResult:
+        """Waits for the step :meth:`step_async` started; returns what :meth:`step` does."""
+        if self.vector_mode != "async":
+            return super().step_wait()
+        return self._from_gym(*self._env.step_wait())
+
+    def close(self) -> None:
+        """Closes the gymnasium envs."""
+        self._env.close()
+
+    def _to_gym(self, action: Tensor) -> np.ndarray:
+        """``action`` (checked, clipped) as the numpy batch gymnasium takes."""
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step()")
         np_action = self._prepare_action(action).detach().cpu().numpy()
         if self._action_offset is not None:
             np_action = np_action + self._action_offset
-        obs, reward, terminated, truncated, gym_info = self._env.step(
-            np_action.reshape(self._np_action_shape).astype(self._np_action_dtype, copy=False)
-        )
+        return np_action.reshape(self._np_action_shape).astype(self._np_action_dtype, copy=False)
+
+    def _from_gym(
+        self, obs: Any, reward: Any, terminated: Any, truncated: Any, gym_info: dict[str, Any]
+    ) -> StepResult:
+        """gymnasium's step results as our tensors, with final obs and episode statistics."""
         obs = self._observe(obs)
         final_obs = obs
         if "final_obs" in gym_info:
@@ -209,10 +235,6 @@ class GymVectorEnv(TensorVectorEnv):
             obs_t.clone() if final_obs is obs else self._to_tensor(final_obs, torch.float32)
         )
         return obs_t, reward_t, terminated_t, truncated_t, info
-
-    def close(self) -> None:
-        """Closes the gymnasium envs."""
-        self._env.close()
 
     def _to_tensor(self, array: np.ndarray, dtype: torch.dtype) -> Tensor:
         return torch.as_tensor(np.asarray(array)).to(device=self.device, dtype=dtype, copy=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from ding_lite.envs.buffered import BufferedEnv, split_env
 from ding_lite.policy.base import CollectMode
 from ding_lite.utils.stats import count_outcomes
 
@@ -20,7 +21,9 @@ class SerialCollector:
     when the env reports them in ``info["episode"]["outcome"]``.
 
     Args:
-        env: a ``TensorVectorEnv`` (already created on its device).
+        env: a ``TensorVectorEnv`` (already created on its device), or a ``BufferedEnv`` of
+            K groups of copies (``collector.async_factor``, see below). The collector
+            steps it; :meth:`close` closes it.
         policy: the policy's ``collect_mode``.
         n_steps: env steps per copy in one rollout.
         gamma: discount factor.
@@ -44,6 +47,11 @@ class SerialCollector:
     of its agents. ``envstep`` counts env steps (``N`` per step), a rollout holds agent steps
     (``T * N * A`` samples), finished-episode returns and outcomes are each agent's, and
     ``episodes`` counts copies' episodes.
+
+    With a ``BufferedEnv`` of K groups, each env step acts for group 0's rows and starts
+    its step (``step_async``), then group 1's, ..., then waits for all (``step_wait``):
+    gymnasium ``vector_mode="async"`` groups step while the policy acts for the next. Rows
+    keep one env's order; the policy draws per group, so sampled actions differ from K = 1.
     """
 
     def __init__(
@@ -70,6 +78,10 @@ class SerialCollector:
         self.adv_estimator = adv_estimator
         self.agents = int(getattr(env, "num_agents", 1))
         rows = env.num_envs * self.agents  # policy rows per env step
+        # The envs stepped in turn and the policy rows of each (one group: every row).
+        self._groups = env.groups if isinstance(env, BufferedEnv) else [env]
+        self._group_rows = BufferedEnv.row_slices(self._groups, self.agents)
+        self.async_factor = len(self._groups)  #: env groups (buffers) stepped in turn
         obs, _ = env.reset(seed=seed)
         self._obs = self._per_agent(obs)
         self.envstep = 0
@@ -94,7 +106,16 @@ class SerialCollector:
     @classmethod
     def from_config(cls, env: Any, policy: Any, cfg: Any, seed: int) -> SerialCollector:
         """The collector a run's config asks for, on ``env`` with ``policy`` (a Policy:
-        its collect mode acts, its advantage estimator is used)."""
+        its collect mode acts, its advantage estimator is used).
+
+        With ``collector.async_factor`` K > 1, ``env`` is closed and replaced by K envs of
+        ``N / K`` copies built from ``cfg`` like it (``split_env``), owned by the collector.
+
+        Raises:
+            ConfigError: ``env.num_envs`` is not a multiple of K, or a group cannot be built.
+        """
+        if cfg.collector.async_factor > 1:
+            env = split_env(env, cfg, seed, cfg.collector.async_factor)
         collect = cfg.policy.collect
         return cls(
             env,
@@ -163,19 +184,14 @@ class SerialCollector:
             if self.recurrent:
                 self._b_state[t] = self._state
                 self._b_start[t] = self._episode_start
-                action, logp, value, self._state = self.policy.step(
-                    obs, self._state, self._episode_start
-                )
-            else:
-                action, logp, value = self.policy.forward(obs)
+            action = self._act_and_step(t, obs)
             if self._b_actions is None:
                 self._b_actions = torch.empty(
                     (self.n_steps, *action.shape), dtype=action.dtype, device=action.device
                 )
             self._b_actions[t] = action
-            self._b_logprobs[t] = logp
-            self._b_values[t] = value
-            raw, reward, terminated, truncated, info = self.env.step(self._per_copy_action(action))
+            results = [group.step_wait() for group in self._groups]
+            raw, reward, terminated, truncated, info = BufferedEnv.concat(results)
             raw, reward = self._per_agent(raw), self._per_agent(reward)
             terminated, truncated = self._repeat(terminated), self._repeat(truncated)
             self._b_terminated[t] = terminated
@@ -252,6 +268,27 @@ class SerialCollector:
             data["ret_norm_update"] = ret_rms.summarize(self._b_running_return).unsqueeze(0)
         return data
 
+    def _act_and_step(self, t: int, obs: torch.Tensor) -> torch.Tensor:
+        """Acts for each group's rows in turn (log-probs and values into step ``t``'s
+        buffers) and starts that group's step without waiting; returns every row's action.
+        """
+        actions, states = [], []
+        for group, rows in zip(self._groups, self._group_rows, strict=True):
+            if self.recurrent:
+                action, logp, value, state = self.policy.step(
+                    obs[rows], self._state[rows], self._episode_start[rows]
+                )
+                states.append(state)
+            else:
+                action, logp, value = self.policy.forward(obs[rows])
+            self._b_logprobs[t, rows] = logp
+            self._b_values[t, rows] = value
+            group.step_async(self._per_copy_action(action))
+            actions.append(action)
+        if self.recurrent:
+            self._state = states[0] if len(states) == 1 else torch.cat(states)
+        return actions[0] if len(actions) == 1 else torch.cat(actions)
+
     def _per_agent(self, x: torch.Tensor) -> torch.Tensor:
         """An env output with an agent axis ``[N, A, ...]`` as policy rows ``[N * A, ...]``."""
         return x if self.agents == 1 else x.flatten(0, 1)
@@ -310,7 +347,23 @@ class SerialCollector:
             ),
         }
 
+    def close(self) -> None:
+        """Closes the env it steps (all groups: gymnasium subprocesses end)."""
+        self.env.close()
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores what :meth:`state_dict` returned.
+
+        Raises:
+            ValueError: the state was saved with another ``async_factor``, or holds no
+                recurrent state for a recurrent policy.
+        """
+        saved = len(state["env"].get("groups", [state["env"]]))
+        if saved != self.async_factor:
+            raise ValueError(
+                f"the collector state was saved with collector.async_factor={saved}, this "
+                f"collector has {self.async_factor}; resume with the same value"
+            )
         self.env.load_state_dict(state["env"])
         self._obs = state["obs"].to(self.env.device)
         self.envstep = int(state["envstep"])

@@ -13,6 +13,7 @@ from ding_lite.entry.options import RunOptions, compile_run_config
 from ding_lite.entry.progress import Progress
 from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
 from ding_lite.entry.trained.predict import TrainedRun
+from ding_lite.envs.buffered import build_collector_env
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
 from ding_lite.utils.device import resolve_device
@@ -87,7 +88,7 @@ class SerialRun:
         self.resuming = resuming  # a failed resume keeps the dir: it can be resumed again
         set_seed(cfg.seed)
         self.device = device = resolve_device(cfg.device)
-        self.env = build_env(cfg, cfg.env.num_envs, device, cfg.seed)
+        self.env = build_collector_env(cfg, cfg.env.num_envs, device, cfg.seed)
         eval_seed = cfg.seed + EVAL_SEED_OFFSET
         self.eval_env = build_env(cfg, cfg.evaluator.n_episodes, device, eval_seed, evaluation=True)
         batch = cfg.policy.collect.n_steps * cfg.env.num_envs

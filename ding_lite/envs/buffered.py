@@ -155,10 +155,27 @@ def split_env(env: TensorVectorEnv, cfg: Any, seed: int, k: int) -> BufferedEnv:
     Raises:
         ConfigError: ``env.num_envs`` is not a multiple of ``k``, or a group cannot be built.
     """
-    if env.num_envs % k:
-        raise ConfigError(
-            f"env.num_envs={env.num_envs} is not a multiple of collector.async_factor={k}"
-        )
-    per, device = env.num_envs // k, env.device
+    num_envs, device = env.num_envs, env.device
     env.close()
+    return build_collector_env(cfg, num_envs, device, seed, k)
+
+
+def build_collector_env(
+    cfg: Any, num_envs: int, device: Any, seed: int, k: int | None = None
+) -> TensorVectorEnv | BufferedEnv:
+    """A collector's env as the run's config asks: one env of ``num_envs`` copies, or with
+    ``collector.async_factor`` (or ``k``) above 1 a :class:`BufferedEnv` of that many groups
+    (group ``g`` seeded ``seed + g * num_envs / k``).
+
+    Raises:
+        ConfigError: ``num_envs`` is not a multiple of ``k``, or an env cannot be built.
+    """
+    k = cfg.collector.async_factor if k is None else k
+    if k == 1:
+        return build_env(cfg, num_envs, device, seed)
+    if num_envs % k:
+        raise ConfigError(
+            f"env.num_envs={num_envs} is not a multiple of collector.async_factor={k}"
+        )
+    per = num_envs // k
     return BufferedEnv([build_env(cfg, per, device, seed + g * per) for g in range(k)])

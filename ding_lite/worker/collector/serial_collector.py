@@ -114,7 +114,7 @@ class SerialCollector:
         Raises:
             ConfigError: ``env.num_envs`` is not a multiple of K, or a group cannot be built.
         """
-        if cfg.collector.async_factor > 1:
+        if cfg.collector.async_factor > 1 and not isinstance(env, BufferedEnv):
             env = split_env(env, cfg, seed, cfg.collector.async_factor)
         collect = cfg.policy.collect
         return cls(

@@ -17,6 +17,7 @@ from typing import Any
 
 from ding_lite.config.config import compile_config
 from ding_lite.data.files import remove_temp_files
+from ding_lite.envs.buffered import build_collector_env
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
 from ding_lite.utils.device import resolve_device
@@ -104,7 +105,7 @@ class FlaskFileSystemCollector:
             policy_version = _version(data.get("policy_version"))
         device = resolve_device(cfg.device)
         seed = int(data["seed"])
-        env = build_env(cfg, cfg.env.num_envs, device, seed)
+        env = build_collector_env(cfg, cfg.env.num_envs, device, seed)
         policy = create_policy(
             cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space, device=device
         )

@@ -241,3 +241,23 @@ def test_seed_reproduces_and_state_dict_round_trip_continues_identically():
             assert torch.equal(got[4]["episode"][key], want[4]["episode"][key])
     with pytest.raises(ValueError, match=r"num_agents=1"):
         create_env("aircombat", n, opponent="placeholder").load_state_dict(state)
+
+
+def test_zero_sum_reward_is_half_the_difference_of_the_shaped_rewards():
+    """reward="zero_sum": each agent gets (own shaped - other's shaped) / 2, so the columns
+    negate each other and a truce (both alive, nobody firing) pays nothing; the dynamics are
+    those of the shaped env."""
+    shaped = create_env("aircombat", 4, seed=3, opponent="self", reward="shaped")
+    zero_sum = create_env("aircombat", 4, seed=3, opponent="self", reward="zero_sum")
+    shaped.reset()
+    zero_sum.reset()
+    g = torch.Generator().manual_seed(0)
+    for _ in range(60):
+        action = torch.rand(4, 2, 3, generator=g) * 2 - 1
+        obs_a, r_a, term_a, _, _ = shaped.step(action)
+        obs_b, r_b, term_b, _, _ = zero_sum.step(action)
+        assert torch.equal(obs_a, obs_b) and torch.equal(term_a, term_b)
+        torch.testing.assert_close(r_b, (r_a - r_a.flip(1)) * 0.5, rtol=0, atol=1e-7)
+        assert torch.equal(r_b[:, 0], -r_b[:, 1])
+    with pytest.raises(ValueError, match="zero_sum' needs opponent='self'"):
+        create_env("aircombat", 1, opponent="rule_based", reward="zero_sum")

@@ -101,7 +101,9 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
                 ``"random"``), an agent built for ``num_envs`` copies, or ``"self"``:
                 self-play, the caller flies P2 as agent 1 (``num_agents = 2``).
             reward: ``"shaped"`` adds the survival and missile terms to the outcome;
-                ``"zero"`` leaves the outcome alone.
+                ``"zero"`` leaves the outcome alone; ``"zero_sum"`` (self-play only) gives
+                each agent half the difference between its shaped reward and the other's,
+                so the two rewards always sum to 0 and a truce pays nothing.
             max_episode_steps: Time limit in steps (``DT`` seconds each); a draw.
             throttle: Fixes P1's throttle at this value in ``[0, 1]``; the action is then
                 ``[rudder, fire]`` (``[N, 2]``; a dict may leave out ``"throttle"``). None:
@@ -111,12 +113,18 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
                 none allowed in self-play.
 
         Raises:
-            ValueError: an unknown ``reward``, a ``throttle`` outside ``[0, 1]``, or
-                ``opponent_kwargs`` with ``opponent="self"``.
+            ValueError: an unknown ``reward``, ``"zero_sum"`` without self-play, a
+                ``throttle`` outside ``[0, 1]``, or ``opponent_kwargs`` with
+                ``opponent="self"``.
         """
-        if reward not in ("shaped", "zero"):
-            raise ValueError(f"reward must be 'shaped' or 'zero', got {reward!r}")
+        if reward not in ("shaped", "zero", "zero_sum"):
+            raise ValueError(f"reward must be 'shaped', 'zero' or 'zero_sum', got {reward!r}")
         self.self_play = isinstance(opponent, str) and opponent == SELF_PLAY
+        if reward == "zero_sum" and not self.self_play:
+            raise ValueError(
+                "reward='zero_sum' needs opponent='self' (it weighs one agent's reward "
+                "against the other's)"
+            )
         if self.self_play and opponent_kwargs:
             raise ValueError(
                 f"opponent_kwargs {sorted(opponent_kwargs)} given with opponent='self': "
@@ -135,7 +143,8 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
             seed=seed,
             num_agents=2 if self.self_play else 1,
         )
-        self.shaped = reward == "shaped"
+        self.shaped = reward in ("shaped", "zero_sum")
+        self.zero_sum = reward == "zero_sum"
         self.opponent: Agent | None = None
         if self.self_play:
             opponent = None

@@ -14,7 +14,10 @@ fighter (P1) and agent 1 the red one (P2):
 - reward float32 ``[N, 2]``: P1's reward formula applied from each agent's side: its
   outcome, and with ``reward="shaped"`` its survival bonus, the enemy missiles it evaded and
   the penalty for its own wasted missiles. Agent 0's column is exactly the one-agent
-  env's reward; with ``reward="zero"`` agent 1's is agent 0's negated.
+  env's reward; with ``reward="zero"`` agent 1's is agent 0's negated. ``reward="zero_sum"``
+  gives each agent ``(own shaped - other's shaped) / 2``: the columns negate each other,
+  so two copies of one policy gain nothing by both holding fire (with ``"shaped"`` both
+  collect the survival bonus in a truce).
 - ``info["episode"]["outcome"]`` and ``info["combat"]["outcome"]``: ``[N, 2]``, +1 where
   that agent won, -1 where it lost, 0 for a draw (so the columns are each other's
   negation); ``info["episode"]["return"]`` ``[N, 2]``.
@@ -70,4 +73,9 @@ class SelfPlay:
         wasted = lost + unlocked
         # The enemy's lost missiles are the ones each side evaded.
         bonus = swap(lost) * P.DEFEATED_MISSILE_REWARD + P.SURVIVAL_REWARD
-        return torch.addcmul(reward, bonus, self.alive).sub_(wasted, alpha=P.WASTED_MISSILE_PENALTY)
+        shaped = torch.addcmul(reward, bonus, self.alive).sub_(
+            wasted, alpha=P.WASTED_MISSILE_PENALTY
+        )
+        if self.zero_sum:  # what one side gains the other loses: no truce pays
+            return (shaped - swap(shaped)) * 0.5
+        return shaped

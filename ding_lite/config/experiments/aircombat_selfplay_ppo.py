@@ -36,6 +36,9 @@ config = dict(
     ),
     learner=dict(hook=dict(log_show_after_iter=10)),
     evaluator=dict(
-        eval_freq=40, n_episodes=200, stop_value=None, env_kwargs=dict(opponent="rule_based")
+        eval_freq=40,
+        n_episodes=200,
+        stop_value=None,
+        env_kwargs=dict(opponent="rule_based", reward="shaped"),
     ),
 )

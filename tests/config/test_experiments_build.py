@@ -1,0 +1,23 @@
+"""Every bundled experiment builds its training and its evaluation env as configured."""
+
+import pytest
+
+from ding_lite.config.config import EXPERIMENTS, compile_config
+from ding_lite.envs.from_config import build_env
+
+BUNDLED_ENVS = [
+    name for name in EXPERIMENTS if not compile_config(name).env.name.startswith("gym:")
+]
+
+
+@pytest.mark.parametrize("name", BUNDLED_ENVS)
+def test_training_and_evaluation_envs_build(name):
+    """The evaluation env is env.kwargs with evaluator.env_kwargs over them (a self-play
+    run's evaluation plays CrankAgent with the shaped reward, its training the zero-sum one)."""
+    cfg = compile_config(name)
+    train = build_env(cfg, 2, "cpu", 0)
+    evaluation = build_env(cfg, 2, "cpu", 0, evaluation=True)
+    assert train.obs_shape == evaluation.obs_shape
+    assert repr(train.action_space) == repr(evaluation.action_space)
+    if name == "aircombat_selfplay_ppo":
+        assert train.num_agents == 2 and evaluation.num_agents == 1

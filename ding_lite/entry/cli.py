@@ -38,12 +38,18 @@ def _list(args: argparse.Namespace) -> int:
         where = f"{cfg.env.name} x{cfg.env.num_envs}"
         if name.endswith("_parallel"):
             where += f" per collector, {cfg.system.collectors} collectors"
+        shown = {k: v for k, v in cfg.env.kwargs.items() if k in ("observe", "opponent")}
+        if shown:  # what changes the task: hidden velocities, self-play
+            where += " (" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
         if ev.stop_value is None:
             target = "no target"
         else:
             target = f"solved at eval mean >= {ev.stop_value:g} over {ev.n_episodes} episodes"
         limit = f"at most {cfg.max_env_step:,} env steps" if cfg.max_env_step else "no step limit"
-        print(f"{name:<24} {where}; {cfg.policy.type}; {target}; {limit}")
+        algo = cfg.policy.type
+        if cfg.policy.model.core != "none":
+            algo += f"+{cfg.policy.model.core.upper()}"
+        print(f"{name:<24} {where}; {algo}; {target}; {limit}")
     return 0
 
 

@@ -27,6 +27,10 @@ def test_version_and_list_in_a_subprocess():
     cartpole = next(line for line in lines if line.startswith("cartpole_ppo "))
     assert "cartpole x32" in cartpole and "solved at eval mean >= 475 over 20 episodes" in cartpole
     assert "no target" in next(line for line in lines if line.startswith("mujoco_ppo "))
+    # What changes the task and the model is said: hidden velocities, memory, self-play.
+    lstm = next(line for line in lines if line.startswith("cartpole_lstm_ppo "))
+    assert "cartpole x32 (observe=position); ppo+LSTM;" in lstm
+    assert "(opponent=self); ppo;" in next(line for line in lines if "selfplay" in line)
 
 
 def subcommands(parser):

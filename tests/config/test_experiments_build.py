@@ -13,7 +13,7 @@ BUNDLED_ENVS = [
 @pytest.mark.parametrize("name", BUNDLED_ENVS)
 def test_training_and_evaluation_envs_build(name):
     """The evaluation env is env.kwargs with evaluator.env_kwargs over them (a self-play
-    run's evaluation plays CrankAgent with the shaped reward, its training the zero-sum one)."""
+    run plays CrankAgent in its evaluation env)."""
     cfg = compile_config(name)
     train = build_env(cfg, 2, "cpu", 0)
     evaluation = build_env(cfg, 2, "cpu", 0, evaluation=True)

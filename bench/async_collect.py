@@ -19,6 +19,8 @@ asserted.
 
     python bench/async_collect.py                                 # Hopper-v5, 8 copies
     python bench/async_collect.py --env busy --busy-ms 0.5 --factors 1,2,4 --runs 7
+    python bench/async_collect.py --env busy --busy-ms 1 --num-envs 2 --factors 1,2 \\
+        "policy.model.hidden_sizes=[1024,1024]"                # inference as costly as a step
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import gymnasium  # noqa: E402
 import torch  # noqa: E402
 
 from ding_lite.config import compile_config  # noqa: E402
-from ding_lite.envs.from_config import build_env  # noqa: E402
+from ding_lite.envs.buffered import build_collector_env  # noqa: E402
 from ding_lite.policy import create_policy  # noqa: E402
 from ding_lite.worker.collector import SerialCollector  # noqa: E402
 
@@ -89,9 +91,10 @@ def build(args: argparse.Namespace, k: int) -> SerialCollector:
         f"env.num_envs={args.num_envs}",
         f"policy.collect.n_steps={args.n_steps}",
         f"collector.async_factor={k}",
+        *args.overrides,
     ]
     cfg = compile_config("gym_ppo", overrides, seed=0)
-    env = build_env(cfg, cfg.env.num_envs, "cpu", cfg.seed)
+    env = build_collector_env(cfg, cfg.env.num_envs, "cpu", cfg.seed)
     policy = create_policy(
         cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space, device="cpu"
     )
@@ -108,6 +111,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=4, help="timed rollouts per run")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (inference)")
+    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. a wider policy")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     factors = [int(k) for k in args.factors.split(",")]

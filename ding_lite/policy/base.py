@@ -39,16 +39,11 @@ class LearnMode:
         self._policy.load_state_dict(state)
 
 
-class CollectMode:
-    """The collector's view: sampled actions with their log-probs and values."""
+class _MemoryView:
+    """What the collect and eval views share: the policy, and its memory (if any)."""
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
-
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Returns ``(action, log_prob, value)`` for a batch of observations (a
-        feed-forward policy; a recurrent one steps with :meth:`step`)."""
-        return self._policy._forward_collect(obs)
 
     @property
     def recurrent(self) -> bool:
@@ -58,6 +53,15 @@ class CollectMode:
     def initial_state(self, batch: int, device: Any = None) -> torch.Tensor:
         """The state every episode starts from, ``[batch, state_size]``."""
         return self._policy.initial_state(batch, device)
+
+
+class CollectMode(_MemoryView):
+    """The collector's view: sampled actions with their log-probs and values."""
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Returns ``(action, log_prob, value)`` for a batch of observations (a
+        feed-forward policy; a recurrent one steps with :meth:`step`)."""
+        return self._policy._forward_collect(obs)
 
     def step(
         self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor
@@ -99,26 +103,14 @@ class CollectMode:
         self._policy.load_state_dict(state, model_only=True)
 
 
-class EvalMode:
+class EvalMode(_MemoryView):
     """The evaluator's view: actions without exploration noise (configurable)."""
-
-    def __init__(self, policy: Policy) -> None:
-        self._policy = policy
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Returns the actions for a batch of raw observations (normalized inside, with the
         statistics as they are: evaluation never updates them). A feed-forward policy; a
         recurrent one steps with :meth:`step`."""
         return self._policy._forward_eval(obs)
-
-    @property
-    def recurrent(self) -> bool:
-        """Whether the policy carries a state between steps (then use :meth:`step`)."""
-        return bool(getattr(self._policy, "recurrent", False))
-
-    def initial_state(self, batch: int, device: Any = None) -> torch.Tensor:
-        """The state every episode starts from, ``[batch, state_size]``."""
-        return self._policy.initial_state(batch, device)
 
     def step(
         self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor

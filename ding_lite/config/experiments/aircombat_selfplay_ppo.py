@@ -11,34 +11,19 @@ stopped fighting to collect the survival bonus and it fell to 0%; with
 ``reward=zero_sum`` (no truce pays) neither side ever learned to fire (0% by 1.3M).
 """
 
+from ding_lite.config.experiments.aircombat_ppo import config as _against_crank
+
+_learn = _against_crank["policy"]["learn"]
 config = dict(
+    _against_crank,
     exp_name="aircombat_selfplay_ppo",
-    max_env_step=25_000_000,
     env=dict(
-        name="aircombat",
-        num_envs=256,
-        kwargs=dict(opponent="self", reward="shaped", throttle=1.0),
+        _against_crank["env"],
+        kwargs=dict(_against_crank["env"]["kwargs"], opponent="self"),
     ),
-    policy=dict(
-        model=dict(hidden_sizes=[128, 64], activation="relu", log_std_init=-0.5),
-        learn=dict(
-            n_epochs=4,
-            batch_size=8192,
-            learning_rate=1e-3,
-            lr_anneal=True,
-            clip_ratio=0.2,
-            value_weight=0.5,
-            entropy_weight=0.01,
-            grad_clip_norm=0.5,
-        ),
-        collect=dict(n_steps=64, gamma=0.995, gae_lambda=0.95),
-        eval=dict(deterministic=False),
-    ),
-    learner=dict(hook=dict(log_show_after_iter=10)),
+    # Two agent steps per env step: minibatches twice as large keep their count.
+    policy=dict(_against_crank["policy"], learn=dict(_learn, batch_size=2 * _learn["batch_size"])),
     evaluator=dict(
-        eval_freq=40,
-        n_episodes=200,
-        stop_value=None,
-        env_kwargs=dict(opponent="rule_based", reward="shaped"),
+        _against_crank["evaluator"], env_kwargs=dict(opponent="rule_based", reward="shaped")
     ),
 )

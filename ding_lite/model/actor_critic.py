@@ -4,36 +4,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
-from .dists import (
-    ActionBounds,
-    ActionDist,
-    CategoricalDist,
-    GaussianDist,
-    HybridDist,
-    MultiCategoricalDist,
-)
+from ..envs.spaces import ActionSpace
+from .dists import ActionDist
+from .heads import PolicyHead
 from .layers import layer_init, mlp_layers
 from .normalizer import RunningNorm
 from .recurrent import CORES, RecurrentCore
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
-LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
-HYBRID_MEAN_BOUND = 5.0
-"""Pre-squash means of a Hybrid space's Gaussian are softly bounded to +-this
-(``b * tanh(x / b)``). ``tanh(5)`` is 0.99991, full deflection for any purpose, while an
-unbounded mean drifts far past the +-7.25 that a float32 squashed action can still encode:
-the log-probability of a stored action then no longer matches the one it was sampled with,
-and PPO's ratio overflows."""
-"""Range that state-dependent log-std heads are clamped to."""
 
 
-class ActorCritic(nn.Module):
+class ActorCritic(PolicyHead):
     """An MLP actor and critic whose policy head fits the action space.
 
     Heads by action space:
@@ -69,9 +56,12 @@ class ActorCritic(nn.Module):
         return_norm: Keep running statistics of the discounted return (``ret_rms``), by
             which collectors scale rewards (``policy.learn.reward_scale``).
         core: ``"none"``, or ``"lstm"`` / ``"gru"`` for a policy with memory: a
-            :class:`~ding_lite.model.recurrent.RecurrentCore` between one shared encoder
-            (``share_encoder`` has no effect) and the heads. Its state is carried by the
-            caller (see :meth:`step` and :meth:`forward`).
+            :class:`~ding_lite.model.recurrent.RecurrentCore` between the encoder and the
+            heads. With ``share_encoder`` actor and critic share encoder and core; without,
+            each has its own (the critic's memory then cannot disturb the actor's, as with
+            SB3-contrib's ``enable_critic_lstm``), and the state holds both cores' states,
+            the actor's first. The state is carried by the caller (see :meth:`step` and
+            :meth:`forward`).
         core_size: Hidden size of the recurrent core.
 
     Raises:
@@ -102,8 +92,6 @@ class ActorCritic(nn.Module):
             raise ValueError(f"unknown activation {activation!r}; known: {', '.join(ACTIVATIONS)}")
         if core not in ("none", *CORES):
             raise ValueError(f"unknown core {core!r}; known: none, {', '.join(CORES)}")
-        if core != "none":
-            share_encoder = True  # one encoder feeds the one core
         shape = (obs_dim,) if isinstance(obs_dim, int) else tuple(int(s) for s in obs_dim)
         flat_dim = math.prod(shape)
         if flat_dim < 1:
@@ -119,8 +107,14 @@ class ActorCritic(nn.Module):
         self.critic_encoder = (
             None if share_encoder else mlp_layers(flat_dim, hidden_sizes, ortho_init)
         )
-        #: The recurrent core (None: a feed-forward policy, no state).
+        #: The recurrent core (None: a feed-forward policy, no state); the actor's only
+        #: when ``critic_core`` is set.
         self.core = None if core == "none" else RecurrentCore(core, feat_dim, int(core_size))
+        self.critic_core = (
+            None
+            if self.core is None or share_encoder
+            else RecurrentCore(core, feat_dim, int(core_size))
+        )
         if self.core is not None:
             feat_dim = self.core.hidden_size
 
@@ -141,76 +135,50 @@ class ActorCritic(nn.Module):
         self.obs_rms = RunningNorm(shape, clip=obs_clip) if obs_norm else None
         self.ret_rms = RunningNorm(()) if return_norm else None
 
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
+        """``nn.Module.load_state_dict``; with ``strict``, a mismatch is one ``RuntimeError``
+        line naming the first missing, unexpected or misshapen entries (torch's own message
+        puts them on later lines, after a heading)."""
+        if strict:
+            problem = self._mismatch(state_dict)
+            if problem:
+                raise RuntimeError(problem)
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def _mismatch(self, state_dict: Any) -> str:
+        """One line describing how ``state_dict`` differs from this model's ("" if it fits)."""
+        own = self.state_dict()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        shapes = [
+            f"{k} {list(v.shape)} (the model has {list(own[k].shape)})"
+            for k, v in state_dict.items()
+            if k in own and isinstance(v, Tensor) and v.shape != own[k].shape
+        ]
+        parts = [
+            f"{label} {', '.join(keys[:3])}"
+            + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+            for label, keys in (
+                ("missing", missing),
+                ("unexpected", unexpected),
+                ("shape of", shapes),
+            )
+            if keys
+        ]
+        if not parts:
+            return ""
+        critic_only = all(k.startswith(("critic_core.", "critic_encoder.")) for k in missing)
+        if self.critic_core is not None and missing and critic_only and not unexpected:
+            parts.append(
+                "its recurrent actor and critic share one trunk: load it with "
+                "policy.model.share_encoder=true"
+            )
+        return "model state does not fit: " + "; ".join(parts)
+
     def normalize_obs(self, obs: Tensor) -> Tensor:
         """Raw observations ``[B, *obs_shape]`` normalized with the running statistics
         (unchanged without ``obs_norm``)."""
         return obs if self.obs_rms is None else self.obs_rms.normalize(obs)
-
-    def _plan_heads(
-        self, space: ActionSpace, state_dependent_std: bool
-    ) -> tuple[str, int, slice | None]:
-        """Sets the head bookkeeping; returns (kind, head width, log-std columns)."""
-        self._act_dim = 0
-        self._n_parts = 0
-        self._n_max = 0
-        self._bounded = False
-        self.register_buffer("logits_mask", None)
-        if isinstance(space, Discrete):
-            if space.n < 1:
-                raise ValueError(f"Discrete action space needs n >= 1; got {space.n}")
-            return "discrete", space.n, None
-        if isinstance(space, Box):
-            d = self._act_dim = space.dim
-            if d < 1:
-                raise ValueError("Box action space has no dimensions")
-            if state_dependent_std:
-                return "box", 2 * d, slice(d, 2 * d)
-            return "box", d, None
-        if isinstance(space, Hybrid):
-            d = self._act_dim = space.continuous.dim
-            if d < 1:
-                raise ValueError("Hybrid action space needs a continuous part with dim >= 1")
-            low = torch.tensor(space.continuous.low, dtype=torch.float32)
-            high = torch.tensor(space.continuous.high, dtype=torch.float32)
-            if not (
-                torch.isfinite(low).all() and torch.isfinite(high).all() and (low < high).all()
-            ):
-                raise ValueError(
-                    "Hybrid continuous bounds must be finite with low < high to squash onto; "
-                    f"got low={space.continuous.low}, high={space.continuous.high}"
-                )
-            bounds = ActionBounds.from_low_high(low, high)
-            self._bounded = not (bool((low == -1).all()) and bool((high == 1).all()))
-            self.register_buffer("action_loc", bounds.loc)
-            self.register_buffer("action_scale", bounds.scale)
-            self.register_buffer("action_log_scale", bounds.log_scale)
-            parts = tuple(int(n) for n in space.discrete)
-            if any(n < 1 for n in parts):
-                raise ValueError(f"Hybrid discrete parts need >= 1 choice each; got {parts}")
-            self._plan_parts(parts)
-            return "hybrid", 2 * d + self._n_parts * self._n_max, slice(d, 2 * d)
-        if isinstance(space, MultiDiscrete):
-            self._plan_parts(tuple(int(n) for n in space.nvec))
-            return "multi_discrete", self._n_parts * self._n_max, None
-        raise ValueError(
-            f"unsupported action space {type(space).__name__}; supported: Discrete, Box, "
-            "Hybrid, MultiDiscrete"
-        )
-
-    def _plan_parts(self, parts: tuple[int, ...]) -> None:
-        """Sets up ``k`` discrete parts whose logits are padded to the largest part."""
-        self._n_parts = len(parts)
-        self._n_max = max(parts, default=0)
-        if len(set(parts)) > 1:
-            mask = torch.zeros(len(parts), self._n_max)
-            for i, n in enumerate(parts):
-                mask[i, n:] = -math.inf
-            self.logits_mask = mask
-
-    def _part_logits(self, out: Tensor) -> Tensor:
-        """Logits [B, k, n_max] of the discrete parts from their head columns [B, k * n_max]."""
-        logits = out.unflatten(-1, (self._n_parts, self._n_max))
-        return logits if self.logits_mask is None else logits + self.logits_mask
 
     def _encode(self, layers: nn.ModuleList, x: Tensor) -> Tensor:
         # Functional calls skip nn.Module.__call__, a large share of the cost at small B.
@@ -231,27 +199,6 @@ class ActorCritic(nn.Module):
         head = self.value_head
         return F.linear(h_v, head.weight, head.bias).squeeze(-1)
 
-    def _dist(self, h_pi: Tensor) -> ActionDist:
-        head = self.policy_head
-        out = F.linear(h_pi, head.weight, head.bias)
-        if self._kind == "discrete":
-            return CategoricalDist(out)
-        if self._kind == "multi_discrete":
-            return MultiCategoricalDist(self._part_logits(out))
-        d = self._act_dim
-        if self._kind == "box":
-            if self.log_std is not None:
-                return GaussianDist(out, self.log_std)
-            log_std = out[:, d:].clamp(LOG_STD_MIN, LOG_STD_MAX)
-            return GaussianDist(out[:, :d], log_std)
-        log_std = out[:, d : 2 * d].clamp(LOG_STD_MIN, LOG_STD_MAX)
-        logits = self._part_logits(out[:, 2 * d :]) if self._n_parts else None
-        bounds = None
-        if self._bounded:
-            bounds = ActionBounds(self.action_loc, self.action_scale, self.action_log_scale)
-        mean = torch.tanh(out[:, :d] * (1.0 / HYBRID_MEAN_BOUND)) * HYBRID_MEAN_BOUND
-        return HybridDist(mean, log_std, logits, bounds)
-
     @property
     def recurrent(self) -> bool:
         """Whether the model has a recurrent core (a state to carry between steps)."""
@@ -260,21 +207,23 @@ class ActorCritic(nn.Module):
     @property
     def state_size(self) -> int:
         """Width of the flat recurrent state (0 without a core)."""
-        return 0 if self.core is None else self.core.state_size
+        if self.core is None:
+            return 0
+        return self.core.state_size * (1 if self.critic_core is None else 2)
 
     def initial_state(self, batch: int, device: str | torch.device | None = None) -> Tensor:
         """The state every episode starts from: zeros ``[batch, state_size]``."""
         device = self.value_head.weight.device if device is None else device
-        if self.core is None:
-            return torch.zeros(batch, 0, device=device)
-        return self.core.initial_state(batch, device)
+        weight = self.value_head.weight
+        return torch.zeros(batch, self.state_size, device=device, dtype=weight.dtype)
 
-    def _core_features(
+    def _segments(
         self, obs: Tensor, state: Tensor | None, episode_start: Tensor | None
-    ) -> Tensor:
-        """Encoder then core over segments: ``obs`` holds ``S`` segments of ``T`` steps,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Checks a recurrent input: ``obs`` holds ``S`` segments of ``T`` steps,
         segment-major (``[S * T, ...]``), ``state`` their start states ``[S, state_size]``,
-        ``episode_start`` bool ``[S * T]``. Returns features ``[S * T, core_size]``."""
+        ``episode_start`` bool ``[S * T]``. Returns the flat observations ``[S * T, F]``,
+        the states and the episode starts ``[T, S]``."""
         if state is None or episode_start is None:
             raise ValueError("a recurrent model needs the state and episode_start of its inputs")
         if self._flatten:
@@ -283,11 +232,35 @@ class ActorCritic(nn.Module):
         rows = obs.shape[0]
         if segments < 1 or rows % segments:
             raise ValueError(f"{rows} rows do not split into {segments} segments")
-        steps = rows // segments
-        x = self._encode(self.actor_encoder, obs).unflatten(0, (segments, steps))
-        starts = episode_start.view(segments, steps).transpose(0, 1)
-        out, _ = self.core(x.transpose(0, 1), state, starts)
+        starts = episode_start.view(segments, rows // segments).transpose(0, 1)
+        return obs, state, starts
+
+    def _replay(
+        self,
+        encoder: nn.ModuleList,
+        core: RecurrentCore,
+        obs: Tensor,
+        state: Tensor,
+        starts: Tensor,
+    ) -> Tensor:
+        """One trunk (encoder then core) over segments; features ``[S * T, core_size]``."""
+        segments, steps = state.shape[0], starts.shape[0]
+        x = self._encode(encoder, obs).unflatten(0, (segments, steps))
+        out, _ = core(x.transpose(0, 1), state, starts)
         return out.transpose(0, 1).flatten(0, 1)
+
+    def _actor_features(self, obs: Tensor, state: Tensor, starts: Tensor) -> Tensor:
+        assert self.core is not None
+        return self._replay(
+            self.actor_encoder, self.core, obs, state[:, : self.core.state_size], starts
+        )
+
+    def _critic_features(self, obs: Tensor, state: Tensor, starts: Tensor) -> Tensor:
+        if self.critic_core is None:
+            return self._actor_features(obs, state, starts)
+        assert self.critic_encoder is not None and self.core is not None
+        own = state[:, self.core.state_size :]
+        return self._replay(self.critic_encoder, self.critic_core, obs, own, starts)
 
     def forward(
         self, obs: Tensor, state: Tensor | None = None, episode_start: Tensor | None = None
@@ -306,8 +279,10 @@ class ActorCritic(nn.Module):
             ``(dist, value)``: the action distribution over B rows and values of shape [B].
         """
         if self.core is not None:
-            h = self._core_features(obs, state, episode_start)
-            return self._dist(h), self._value(h)
+            obs, state, starts = self._segments(obs, state, episode_start)
+            h_pi = self._actor_features(obs, state, starts)
+            h_v = h_pi if self.critic_core is None else self._critic_features(obs, state, starts)
+            return self._dist(h_pi), self._value(h_v)
         h_pi, h_v = self._features(obs)
         return self._dist(h_pi), self._value(h_v)
 
@@ -317,7 +292,7 @@ class ActorCritic(nn.Module):
         """Returns V(obs), shape [B]; runs only the critic (and shared trunk). With a core,
         ``state`` and ``episode_start`` as in :meth:`forward`."""
         if self.core is not None:
-            return self._value(self._core_features(obs, state, episode_start))
+            return self._value(self._critic_features(*self._segments(obs, state, episode_start)))
         if self._flatten:
             obs = obs.flatten(1)
         layers = self.actor_encoder if self.critic_encoder is None else self.critic_encoder
@@ -329,7 +304,7 @@ class ActorCritic(nn.Module):
         """Returns the action distribution for ``obs`` [B, ...]; runs only the actor. With a
         core, ``state`` and ``episode_start`` as in :meth:`forward`."""
         if self.core is not None:
-            return self._dist(self._core_features(obs, state, episode_start))
+            return self._dist(self._actor_features(*self._segments(obs, state, episode_start)))
         if self._flatten:
             obs = obs.flatten(1)
         return self._dist(self._encode(self.actor_encoder, obs))
@@ -372,10 +347,20 @@ class ActorCritic(nn.Module):
             return (*self.act(obs, deterministic), state)
         if self._flatten:
             obs = obs.flatten(1)
-        h, state = self.core.step(self._encode(self.actor_encoder, obs), state, episode_start)
+        size = self.core.state_size
+        h, actor_state = self.core.step(
+            self._encode(self.actor_encoder, obs), state[:, :size], episode_start
+        )
+        h_v = h
+        if self.critic_core is not None:
+            assert self.critic_encoder is not None
+            h_v, critic_state = self.critic_core.step(
+                self._encode(self.critic_encoder, obs), state[:, size:], episode_start
+            )
+            actor_state = torch.cat((actor_state, critic_state), dim=1)
         dist = self._dist(h)
         action = dist.mode() if deterministic else dist.sample()
-        return action, dist.log_prob(action), self._value(h), state
+        return action, dist.log_prob(action), self._value(h_v), actor_state
 
     def evaluate_actions(self, obs: Tensor, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Scores stored actions for the PPO update (with gradient).

@@ -13,7 +13,7 @@ from ding_lite.model import (
     HybridDist,
     build_model,
 )
-from ding_lite.model.actor_critic import HYBRID_MEAN_BOUND
+from ding_lite.model.heads import HYBRID_MEAN_BOUND
 
 OBS_DIM, B = 5, 7
 SPACES = {

@@ -13,7 +13,14 @@ config = dict(
     max_env_step=1_000_000,
     env=dict(name="cartpole", num_envs=32, kwargs=dict(observe="position")),
     policy=dict(
-        model=dict(hidden_sizes=[64], activation="tanh", obs_norm=True, core="lstm", core_size=64),
+        model=dict(
+            hidden_sizes=[64],
+            activation="tanh",
+            obs_norm=True,
+            core="lstm",
+            core_size=64,
+            share_encoder=True,
+        ),
         learn=dict(
             n_epochs=4,
             batch_size=512,

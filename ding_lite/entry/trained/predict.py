@@ -196,7 +196,12 @@ def load_policy(path: str | Path, device: str | torch.device = "cpu") -> Trained
     try:
         obs_shape = tuple(int(s) for s in arch["obs_shape"])
         space = space_from_dict(arch["action_space"])
-        model = build_model(obs_shape, space, **arch["options"])
+        options = dict(arch["options"])
+        if options.get("core", "none") != "none" and not any(
+            key.startswith("critic_core.") for key in policy_state["model"]
+        ):  # saved when a recurrent actor and critic always shared one trunk
+            options["share_encoder"] = True
+        model = build_model(obs_shape, space, **options)
         model.load_state_dict(policy_state["model"])
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

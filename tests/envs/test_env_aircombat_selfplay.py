@@ -261,3 +261,27 @@ def test_zero_sum_reward_is_half_the_difference_of_the_shaped_rewards():
         assert torch.equal(r_b[:, 0], -r_b[:, 1])
     with pytest.raises(ValueError, match="zero_sum' needs opponent='self'"):
         create_env("aircombat", 1, opponent="rule_based", reward="zero_sum")
+
+
+@pytest.mark.parametrize("opponent", ["self", "placeholder"])
+def test_survival_reward_sets_the_bonus_per_step_alive(opponent):
+    """``survival_reward`` replaces SURVIVAL_REWARD in the shaped reward and nothing else:
+    the same actions give the same dynamics, and each step's reward differs by the bonus
+    difference wherever that side is alive after the step."""
+    default = create_env("aircombat", 4, seed=3, opponent=opponent)
+    without = create_env("aircombat", 4, seed=3, opponent=opponent, survival_reward=0.0)
+    default.reset()
+    without.reset()
+    _close_quarters(default)
+    _close_quarters(without)
+    agents = 2 if opponent == "self" else 1
+    actions = _actions(4, 40, seed=5, fire_prob=0.5, agents=agents)
+    for action in actions:
+        action = action if agents == 2 else action[:, 0]
+        obs_a, r_a, term_a, _, info = default.step(action)
+        alive = info["final_obs"][..., 5]  # each side's own alive flag, before any autoreset
+        obs_b, r_b, term_b, _, _ = without.step(action)
+        assert torch.equal(obs_a, obs_b) and torch.equal(term_a, term_b)
+        torch.testing.assert_close(r_a - r_b, alive * P.SURVIVAL_REWARD, rtol=0, atol=1e-7)
+    with pytest.raises(ValueError, match="survival_reward must be a finite number"):
+        create_env("aircombat", 1, survival_reward=float("nan"))

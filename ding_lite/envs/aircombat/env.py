@@ -46,9 +46,9 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
     Episodes terminate when an aircraft is destroyed or when both are out of missiles with
     none in flight, and are truncated at ``max_episode_steps``. P1's reward is the outcome
     (+1 win, -1 loss, 0 draw, both destroyed included) plus, with ``reward="shaped"``,
-    ``SURVIVAL_REWARD`` per step alive, ``DEFEATED_MISSILE_REWARD`` per P2 missile lost
-    without a hit while P1 is alive (evaded) and ``-WASTED_MISSILE_PENALTY`` per P1 missile
-    lost without a hit.
+    ``survival_reward`` (default ``SURVIVAL_REWARD``) per step alive,
+    ``DEFEATED_MISSILE_REWARD`` per P2 missile lost without a hit while P1 is alive (evaded)
+    and ``-WASTED_MISSILE_PENALTY`` per P1 missile lost without a hit.
 
     ``info["combat"]`` reports finished episodes like ``info["episode"]``: ``outcome``
     float32 ``[N]`` (P1's view), ``length`` int64 ``[N]``, ``missiles_fired`` int64
@@ -90,6 +90,7 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
         max_episode_steps: int | None = P.MAX_EPISODE_STEPS,
         throttle: float | None = None,
         opponent_kwargs: dict[str, Any] | None = None,
+        survival_reward: float = P.SURVIVAL_REWARD,
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -111,6 +112,9 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
             opponent_kwargs: Keyword arguments for the agent ``opponent`` names (e.g.
                 ``{"ckpt": PATH}`` for ``"ppo"``); unused when ``opponent`` is an agent;
                 none allowed in self-play.
+            survival_reward: The shaped reward's bonus per step alive (``shaped`` and
+                ``zero_sum``). In self-play 0 takes away what a truce pays: two copies of
+                one policy that both hold fire then gain nothing by it.
 
         Raises:
             ValueError: an unknown ``reward``, ``"zero_sum"`` without self-play, a
@@ -130,6 +134,9 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
                 f"opponent_kwargs {sorted(opponent_kwargs)} given with opponent='self': "
                 "self-play has no opponent agent to configure; drop them"
             )
+        if not math.isfinite(float(survival_reward)):
+            raise ValueError(f"survival_reward must be a finite number, got {survival_reward!r}")
+        self.survival_reward = float(survival_reward)
         if throttle is not None and not 0.0 <= float(throttle) <= 1.0:
             raise ValueError(f"throttle must be in [0, 1] or None, got {throttle!r}")
         self.throttle = None if throttle is None else float(throttle)
@@ -337,7 +344,7 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
             lost = in_flight - hits - still
             wasted = lost[:, 0] + (launch - locked)[:, 0]  # P1's, or launched without a lock
             defeated = lost[:, 1]  # P2's, which P1 evaded
-            bonus = defeated * P.DEFEATED_MISSILE_REWARD + P.SURVIVAL_REWARD
+            bonus = defeated * P.DEFEATED_MISSILE_REWARD + self.survival_reward
             reward = torch.addcmul(reward, bonus, p1).sub_(wasted, alpha=P.WASTED_MISSILE_PENALTY)
         return reward, terminated
 

@@ -72,7 +72,7 @@ class SelfPlay:
         lost = in_flight - hits - still  # each shooter's missiles gone without a hit
         wasted = lost + unlocked
         # The enemy's lost missiles are the ones each side evaded.
-        bonus = swap(lost) * P.DEFEATED_MISSILE_REWARD + P.SURVIVAL_REWARD
+        bonus = swap(lost) * P.DEFEATED_MISSILE_REWARD + self.survival_reward
         shaped = torch.addcmul(reward, bonus, self.alive).sub_(
             wasted, alpha=P.WASTED_MISSILE_PENALTY
         )

@@ -143,6 +143,25 @@ def test_a_run_that_fails_before_training_leaves_no_dir(tmp_path):
     assert not run.exists()
 
 
+def test_a_load_path_from_another_env_is_one_line_and_writes_nothing(tmp_path):
+    """learner.load_path of a run with other env copies: the policy fits but the collector
+    state does not; one line names the part, and the new run saves no half-loaded
+    checkpoint (nor anything else)."""
+    first = tmp_path / "first"
+    serial_pipeline("cartpole_ppo", overrides=SMALL, exp_dir=str(first), max_train_iter=2)
+    ckpt = first / "ckpt" / "ckpt_iter00000002.pt"
+    run = tmp_path / "run"
+    proc = cli(
+        "serial", "-c", "cartpole_ppo", *SMALL, "env.num_envs=8", f"learner.load_path={ckpt}",
+        "--exp-dir", str(run), "max_train_iter=3",
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"ding-lite: error: checkpoint {ckpt} does not fit this run's collector")
+    assert "Traceback" not in proc.stderr and "saved checkpoint" not in proc.stderr
+    assert not run.exists()
+
+
 @pytest.mark.slow
 def test_sigint_during_start_up_leaves_a_rerunnable_command(tmp_path):
     import signal

@@ -302,6 +302,17 @@ class BaseLearner:
         except (RuntimeError, KeyError, ValueError) as err:
             first = str(err).strip().splitlines()[0]
             raise CheckpointError(f"checkpoint {path} does not fit this model: {first}") from None
+        # The parts that can refuse the file go first: a refusal leaves the counters at
+        # zero, so a run that fails here is one that never trained (its dir is removed).
+        for name, obj in self._states.items():
+            if name in state["extra"]:
+                try:
+                    obj.load_state_dict(state["extra"][name])
+                except (RuntimeError, KeyError, ValueError, TypeError) as err:
+                    first = str(err).strip().splitlines()[0]
+                    raise CheckpointError(
+                        f"checkpoint {path} does not fit this run's {name}: {first}"
+                    ) from None
         self._iters_done = int(state["train_iter"])
         self._last_iter.update(self._iters_done)
         self._envstep = int(state["envstep"])
@@ -309,9 +320,6 @@ class BaseLearner:
         for hook in self._hook_list:
             if hook.name in state["hooks"] and hasattr(hook, "load_state_dict"):
                 hook.load_state_dict(state["hooks"][hook.name])
-        for name, obj in self._states.items():
-            if name in state["extra"]:
-                obj.load_state_dict(state["extra"][name])
         self.loaded_checkpoint = path
         self._logger.info(f"loaded checkpoint {path} (iteration {self._iters_done})")
 

@@ -187,14 +187,16 @@ def checkpoint_on_exit(learner: Any) -> Iterator[None]:
 
     SIGTERM (in the main thread) raises :class:`~ding_lite.utils.stop.RunInterrupted` inside
     the block (:func:`~ding_lite.utils.stop.sigterm_interrupts`; uncaught, it exits with 143).
-    A full disk (DiskFullError) is re-raised without trying to save.
+    A full disk (DiskFullError) and a checkpoint that did not fit (CheckpointError) are
+    re-raised without trying to save.
     """
     with sigterm_interrupts():
         try:
             yield
-        except (DiskFullError, GroupLost):
+        except (DiskFullError, GroupLost, CheckpointError):
             # A checkpoint would go to the same full disk; a lost group stopped mid-update,
-            # and all its ranks restart from the last checkpoint they share.
+            # and all its ranks restart from the last checkpoint they share; a checkpoint
+            # that failed to load may have left the learner half loaded.
             raise
         except BaseException:
             if learner.policy is not None and learner.train_iter > 0:

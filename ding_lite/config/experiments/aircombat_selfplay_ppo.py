@@ -14,7 +14,6 @@ and holds there to 15M.
 """
 
 from ding_lite.config.experiments.aircombat_ppo import config as _against_crank
-from ding_lite.envs.aircombat.physics import SURVIVAL_REWARD
 
 _learn = _against_crank["policy"]["learn"]
 config = dict(
@@ -31,7 +30,8 @@ config = dict(
     ),
     evaluator=dict(
         _against_crank["evaluator"],
-        # aircombat_ppo's env, so that evaluation returns compare with its.
-        env_kwargs=dict(opponent="rule_based", reward="shaped", survival_reward=SURVIVAL_REWARD),
+        # aircombat_ppo's env (None: the default survival bonus), so that evaluation
+        # returns compare with its.
+        env_kwargs=dict(opponent="rule_based", reward="shaped", survival_reward=None),
     ),
 )

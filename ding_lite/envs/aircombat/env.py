@@ -90,7 +90,7 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
         max_episode_steps: int | None = P.MAX_EPISODE_STEPS,
         throttle: float | None = None,
         opponent_kwargs: dict[str, Any] | None = None,
-        survival_reward: float = P.SURVIVAL_REWARD,
+        survival_reward: float | None = None,
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -113,8 +113,9 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
                 ``{"ckpt": PATH}`` for ``"ppo"``); unused when ``opponent`` is an agent;
                 none allowed in self-play.
             survival_reward: The shaped reward's bonus per step alive (``shaped`` and
-                ``zero_sum``). In self-play 0 takes away what a truce pays: two copies of
-                one policy that both hold fire then gain nothing by it.
+                ``zero_sum``); None: ``SURVIVAL_REWARD``. In self-play 0 takes away what a
+                truce pays: two copies of one policy that both hold fire then gain nothing
+                by it.
 
         Raises:
             ValueError: an unknown ``reward``, ``"zero_sum"`` without self-play, a
@@ -134,6 +135,8 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
                 f"opponent_kwargs {sorted(opponent_kwargs)} given with opponent='self': "
                 "self-play has no opponent agent to configure; drop them"
             )
+        if survival_reward is None:
+            survival_reward = P.SURVIVAL_REWARD
         if not math.isfinite(float(survival_reward)):
             raise ValueError(f"survival_reward must be a finite number, got {survival_reward!r}")
         self.survival_reward = float(survival_reward)

@@ -304,15 +304,7 @@ class BaseLearner:
             raise CheckpointError(f"checkpoint {path} does not fit this model: {first}") from None
         # The parts that can refuse the file go first: a refusal leaves the counters at
         # zero, so a run that fails here is one that never trained (its dir is removed).
-        for name, obj in self._states.items():
-            if name in state["extra"]:
-                try:
-                    obj.load_state_dict(state["extra"][name])
-                except (RuntimeError, KeyError, ValueError, TypeError) as err:
-                    first = str(err).strip().splitlines()[0]
-                    raise CheckpointError(
-                        f"checkpoint {path} does not fit this run's {name}: {first}"
-                    ) from None
+        ckpt_files.load_extra_states(self._states, state["extra"], path)
         self._iters_done = int(state["train_iter"])
         self._last_iter.update(self._iters_done)
         self._envstep = int(state["envstep"])

@@ -180,6 +180,26 @@ class BestEval:
             self.train_iter = None if state["train_iter"] is None else int(state["train_iter"])
 
 
+def load_extra_states(objects: dict[str, Any], extra: dict[str, Any], path: Path) -> None:
+    """Loads a checkpoint's ``extra`` states into the learner's registered ``objects`` (a
+    collector, the best-evaluation record, ...), each one it holds.
+
+    Raises:
+        CheckpointError: one does not fit (another env, agent count or version); the
+            message names it.
+    """
+    for name, obj in objects.items():
+        if name not in extra:
+            continue
+        try:
+            obj.load_state_dict(extra[name])
+        except (RuntimeError, KeyError, ValueError, TypeError) as err:
+            first = str(err).strip().splitlines()[0]
+            raise CheckpointError(
+                f"checkpoint {path} does not fit this run's {name}: {first}"
+            ) from None
+
+
 @contextlib.contextmanager
 def checkpoint_on_exit(learner: Any) -> Iterator[None]:
     """Saves a checkpoint of ``learner`` when the block is left by an exception, SIGINT or

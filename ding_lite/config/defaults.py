@@ -93,6 +93,15 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             adam_eps=1e-5,
             # PPO ratio clip epsilon.
             clip_ratio=0.2,
+            # Policy loss from the registry (ding_lite.rl_utils.policy_loss): "ppo_clip",
+            # "dual_clip" (also bounded by clip_ratio_c for negative advantages) or
+            # "clip_higher" (the ratio clipped to [1 - clip_ratio_low, 1 + clip_ratio_high]).
+            policy_loss="ppo_clip",
+            # dual_clip's bound: a negative advantage's loss is at most -clip_ratio_c * adv.
+            clip_ratio_c=3.0,
+            # clip_higher's ranges below and above 1 (None: clip_ratio).
+            clip_ratio_low=None,
+            clip_ratio_high=None,
             # Clip the value loss around the old values (with value_clip_range).
             value_clip=False,
             # The value's clip range with value_clip (None: clip_ratio, the ratio's range).

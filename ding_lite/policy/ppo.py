@@ -15,13 +15,14 @@ from ding_lite.model import build_model
 from ding_lite.model.normalizer import RunningNorm
 from ding_lite.policy.base import POLICY_REGISTRY, Policy
 from ding_lite.policy.ppo_update import (
+    TERMS,
     LossTerms,
     SegmentSampler,
     loss_terms,
     mean_terms,
     minibatches,
 )
-from ding_lite.rl_utils import explained_variance, get_adv_estimator
+from ding_lite.rl_utils import ClipRanges, explained_variance, get_adv_estimator, get_policy_loss
 from ding_lite.utils.distributed import all_mean_, average_gradients, world
 from ding_lite.utils.errors import CheckpointError
 
@@ -61,6 +62,8 @@ class PPOPolicy(Policy):
         self.arch = model_arch(obs_shape, action_space, {**cfg.model, "return_norm": scale})
         self._optimizer: torch.optim.Optimizer | None = None
         self._adv_estimator = get_adv_estimator(learn.adv_estimator)
+        self._policy_loss = get_policy_loss(learn.get("policy_loss", "ppo_clip"))
+        self._clip = ClipRanges.of(learn)
         self._total_iters = total_iters
         self._iter = 0
         self._kl_coef = float(learn.kl_coef)
@@ -191,9 +194,10 @@ class PPOPolicy(Policy):
                 terms = loss_terms(
                     self.model,
                     mb,
-                    clip_ratio=learn.clip_ratio,
+                    clip_ratio=self._clip,
                     value_clip_range=self._value_clip_range(),
                     ref_model=ref_model,
+                    policy_loss=self._policy_loss,
                 )
                 if value_only:
                     loss = learn.value_weight * terms.v_loss
@@ -244,7 +248,8 @@ class PPOPolicy(Policy):
             "skipped_steps": float(self.skipped_steps),
             # 1.0 once max_skipped_steps steps in a row were skipped: the learner stops.
             "diverged": float(self.skipped_in_a_row >= self.cfg.learn.get("max_skipped_steps", 50)),
-            **sampler.info(),
+            **sampler.info(),  # and the policy loss's own metrics (dual_clip's clipfrac_lower)
+            **{f"losses/{name}": value for name, value in means.items() if name not in TERMS},
         }
 
     def _optimizer_step(self) -> torch.Tensor:

@@ -20,11 +20,11 @@ from ding_lite.rl_utils import (
     entropy_loss,
     is_weights,
     normalize_advantages,
-    ppo_policy_loss,
     ppo_value_loss,
     prio_beta,
     segment_probs,
 )
+from ding_lite.rl_utils.policy_loss import ClipRanges, PolicyLossFn, ppo_clip
 from ding_lite.utils.distributed import all_mean_, broadcast_
 from ding_lite.utils.errors import ConfigError
 
@@ -70,6 +70,8 @@ class LossTerms(NamedTuple):
         approx_kl: Estimate of KL(behaviour || current), detached; steers ``target_kl``.
         clipfrac: Fraction of samples whose ratio left the clip range, detached.
         kl_ref: Mean KL(current || reference policy), with gradient; 0 without a reference.
+        metrics: The policy loss's other named metrics (detached), e.g. ``dual_clip``'s
+            ``clipfrac_lower``; empty for ``ppo_clip``.
     """
 
     pg_loss: Tensor
@@ -78,10 +80,16 @@ class LossTerms(NamedTuple):
     approx_kl: Tensor
     clipfrac: Tensor
     kl_ref: Tensor
+    metrics: dict[str, Tensor] = {}  # noqa: RUF012 (never mutated: each minibatch builds its own)
 
     def detach(self) -> LossTerms:
         """The same terms without their graphs, to keep for the logged means."""
-        return LossTerms._make(term.detach() for term in self)
+        terms = (term.detach() for term in self[: len(TERMS)])
+        return LossTerms(*terms, {k: v.detach() for k, v in self.metrics.items()})
+
+
+TERMS = LossTerms._fields[:-1]
+"""The names of the loss terms (all of :class:`LossTerms` but ``metrics``)."""
 
 
 class SegmentSampler:
@@ -241,9 +249,10 @@ def loss_terms(
     model: nn.Module,
     mb: Minibatch,
     *,
-    clip_ratio: float,
+    clip_ratio: float | ClipRanges,
     value_clip_range: float | None,
     ref_model: nn.Module | None = None,
+    policy_loss: PolicyLossFn = ppo_clip,
 ) -> LossTerms:
     """Computes a minibatch's PPO loss terms with the current model.
 
@@ -251,18 +260,30 @@ def loss_terms(
         model: The actor-critic; ``model(obs)`` returns ``(dist, value)`` (a recurrent one
             takes the minibatch's ``state`` and ``episode_start`` too).
         mb: The minibatch.
-        clip_ratio: The ratio's clip range.
+        clip_ratio: The ratio's clip range, or every clip setting (:class:`ClipRanges`).
         value_clip_range: Clip the value loss around the values predicted at collection
             time to this range, or None for the plain loss.
         ref_model: The reference policy of the KL penalty (its ``get_dist``), or None for
             ``kl_ref = 0``.
+        policy_loss: A registered policy loss (``ding_lite.rl_utils.policy_loss``).
 
     Returns:
         The :class:`LossTerms`.
     """
     memory = () if mb.state is None else (mb.state, mb.episode_start)
     dist, newvalue = model(mb.obs, *memory)
-    pg = ppo_policy_loss(dist.log_prob(mb.action), mb.logp, mb.adv, clip_ratio)
+    clip = clip_ratio if isinstance(clip_ratio, ClipRanges) else ClipRanges(float(clip_ratio))
+    logp = dist.log_prob(mb.action)
+    pg_loss, metrics = policy_loss(logp, mb.logp, mb.adv, clip)
+    metrics = dict(metrics)
+    approx_kl = metrics.pop("approx_kl", None)
+    if approx_kl is None:  # the usual estimate, for target_kl and the log
+        with torch.no_grad():
+            logratio = logp - mb.logp
+            approx_kl = (logratio.exp() - 1.0 - logratio).mean()
+    clipfrac = metrics.pop("clipfrac", None)
+    if clipfrac is None:
+        clipfrac = torch.full((), math.nan, device=approx_kl.device)
     v_loss = ppo_value_loss(newvalue, mb.value, mb.ret, value_clip_range)
     kl_ref = torch.zeros((), device=newvalue.device)
     if ref_model is not None:
@@ -270,12 +291,13 @@ def loss_terms(
             ref_dist = ref_model.get_dist(mb.obs, *memory)
         kl_ref = dist.kl(ref_dist).mean()
     return LossTerms(
-        pg_loss=pg.pg_loss,
+        pg_loss=pg_loss,
         v_loss=v_loss,
         entropy=entropy_loss(dist.entropy()),
-        approx_kl=pg.approx_kl,
-        clipfrac=pg.clipfrac,
+        approx_kl=approx_kl,
+        clipfrac=clipfrac,
         kl_ref=kl_ref,
+        metrics={name: value.detach() for name, value in metrics.items()},
     )
 
 
@@ -286,10 +308,12 @@ def mean_terms(kept: list[LossTerms]) -> dict[str, float]:
         kept: The detached terms of every minibatch of the update.
 
     Returns:
-        ``{field of LossTerms: mean}``; NaN for every field when ``kept`` is empty.
+        ``{term: mean}`` for the :data:`TERMS` and the policy loss's ``metrics``; NaN for
+        every term when ``kept`` is empty.
     """
     if not kept:
-        return dict.fromkeys(LossTerms._fields, math.nan)
+        return dict.fromkeys(TERMS, math.nan)
+    names = [*TERMS, *kept[0].metrics]
     # One [minibatches, terms] table, so one all-reduce carries every mean.
-    table = torch.stack([torch.stack(terms) for terms in kept])
-    return dict(zip(LossTerms._fields, all_mean_(table.mean(0)).tolist(), strict=True))
+    rows = [torch.stack([*terms[: len(TERMS)], *terms.metrics.values()]) for terms in kept]
+    return dict(zip(names, all_mean_(torch.stack(rows).mean(0)).tolist(), strict=True))

@@ -1,5 +1,5 @@
-"""Pure tensor functions for RL maths: GAE, PPO losses, the advantage-estimator registry,
-prioritized segment sampling."""
+"""Pure tensor functions for RL maths: GAE, PPO losses, the advantage-estimator and
+policy-loss registries, prioritized segment sampling."""
 
 from .adv_estimator import (
     ADV_ESTIMATOR_REGISTRY,
@@ -10,6 +10,14 @@ from .adv_estimator import (
     register_adv_estimator,
 )
 from .gae import gae, gae_with_returns
+from .policy_loss import (
+    POLICY_LOSS_REGISTRY,
+    ClipRanges,
+    PolicyLossFn,
+    get_policy_loss,
+    list_policy_losses,
+    register_policy_loss,
+)
 from .ppo import (
     PolicyLoss,
     entropy_loss,
@@ -22,20 +30,26 @@ from .prioritized import is_weights, prio_beta, segment_probs
 
 __all__ = [
     "ADV_ESTIMATOR_REGISTRY",
+    "POLICY_LOSS_REGISTRY",
     "AdvEstimator",
     "AdvFn",
+    "ClipRanges",
     "PolicyLoss",
+    "PolicyLossFn",
     "entropy_loss",
     "explained_variance",
     "gae",
     "gae_with_returns",
     "get_adv_estimator",
+    "get_policy_loss",
     "is_weights",
     "list_adv_estimators",
+    "list_policy_losses",
     "normalize_advantages",
     "ppo_policy_loss",
     "ppo_value_loss",
     "prio_beta",
     "register_adv_estimator",
+    "register_policy_loss",
     "segment_probs",
 ]

@@ -9,7 +9,7 @@ import torch
 from ding_lite.config import compile_config
 from ding_lite.envs.spaces import Discrete
 from ding_lite.policy import PPOPolicy
-from ding_lite.policy.ppo_update import LossTerms, loss_terms, mean_terms, minibatches
+from ding_lite.policy.ppo_update import TERMS, LossTerms, loss_terms, mean_terms, minibatches
 from ding_lite.rl_utils import entropy_loss, normalize_advantages, ppo_policy_loss
 
 
@@ -68,7 +68,8 @@ def test_loss_terms_by_name():
     mb = next(minibatches(_data(), torch.arange(20), 10, normalize=False))
     terms = loss_terms(model, mb, clip_ratio=0.2, value_clip_range=None)
     assert isinstance(terms, LossTerms)
-    assert LossTerms._fields == ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "kl_ref")
+    assert TERMS == ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "kl_ref")
+    assert terms.metrics == {}  # ppo_clip has no metrics beyond approx_kl and clipfrac
     dist, value = model(mb.obs)
     pg = ppo_policy_loss(dist.log_prob(mb.action), mb.logp, mb.adv, 0.2)
     assert torch.equal(terms.pg_loss, pg.pg_loss)
@@ -104,10 +105,32 @@ def test_mean_terms_average_each_field():
         LossTerms(*(torch.tensor(float(10 * i + j)) for j in range(6))).detach() for i in range(3)
     ]
     means = mean_terms(kept)
-    assert list(means) == list(LossTerms._fields)
-    for j, name in enumerate(LossTerms._fields):
+    assert list(means) == list(TERMS)
+    for j, name in enumerate(TERMS):
         assert means[name] == pytest.approx(sum(10 * i + j for i in range(3)) / 3)
     assert all(math.isnan(v) for v in mean_terms([]).values())
+    # A policy loss's own metrics are averaged after the terms, by name.
+    with_metrics = [
+        t._replace(metrics={"lower": torch.tensor(float(i))}) for i, t in enumerate(kept)
+    ]
+    assert mean_terms(with_metrics)["lower"] == pytest.approx(1.0)
+
+
+def test_a_registered_policy_loss_replaces_the_policy_term_only():
+    model = _model()
+    mb = next(minibatches(_data(), torch.arange(20), 10, normalize=False))
+    plain = loss_terms(model, mb, clip_ratio=0.2, value_clip_range=None)
+
+    def half(logp, logp_old, adv, clip):  # no approx_kl, no clipfrac: both filled in
+        return 0.5 * (-(adv * (logp - logp_old).exp()).mean()), {"extra": adv.abs().mean()}
+
+    terms = loss_terms(model, mb, clip_ratio=0.2, value_clip_range=None, policy_loss=half)
+    dist, _ = model(mb.obs)
+    ratio = (dist.log_prob(mb.action) - mb.logp).exp()
+    assert terms.pg_loss.item() == pytest.approx(-0.5 * (mb.adv * ratio).mean().item(), abs=1e-6)
+    assert torch.equal(terms.v_loss, plain.v_loss) and torch.equal(terms.entropy, plain.entropy)
+    assert torch.equal(terms.approx_kl, plain.approx_kl) and math.isnan(terms.clipfrac.item())
+    assert set(terms.metrics) == {"extra"} and not terms.metrics["extra"].requires_grad
 
 
 @pytest.mark.parametrize(

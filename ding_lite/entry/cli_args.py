@@ -8,7 +8,7 @@ import socket
 
 from ding_lite import __version__
 
-# PPO flag -> dotted config key.
+# Shorthand flag -> dotted config key.
 SHORTHANDS = {
     "learning_rate": ("policy.learn.learning_rate", float),
     "n_steps": ("policy.collect.n_steps", int),
@@ -23,6 +23,11 @@ SHORTHANDS = {
     "save_interval": ("learner.hook.save_ckpt_after_iter", int),
     "log_interval": ("learner.hook.log_show_after_iter", int),
     "max_env_steps": ("max_env_step", int),
+    # The air-combat design's own flags (../shared/reference/aircombat-ppo-design.md).
+    "agent": ("policy.type", str),
+    "opponent": ("env.kwargs.opponent", str),
+    "reward": ("env.kwargs.reward", str),
+    "max_steps": ("max_env_step", int),
 }
 
 
@@ -42,7 +47,7 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
         "--resume", metavar="EXP_DIR", help="continue a run from its newest checkpoint"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    group = parser.add_argument_group("PPO shorthands (each sets one config key)")
+    group = parser.add_argument_group("shorthands (each sets one config key)")
     for name, (key, typ) in SHORTHANDS.items():
         group.add_argument(f"--{name.replace('_', '-')}", type=typ, dest=name, help=f"sets {key}")
     parser.add_argument(

@@ -24,7 +24,7 @@ def test_load_weights_example(tmp_path, monkeypatch, docs_code):
 def test_adv_estimator_example(docs_code):
     namespace = {"__name__": "docs_adv_estimator_example"}
     try:
-        exec(docs_code("concepts.rst", "adv-estimator-example"), namespace)
+        exec(docs_code("algorithms.rst", "adv-estimator-example"), namespace)
         est = get_adv_estimator("monte_carlo")
         assert est.normalize
         g = torch.Generator().manual_seed(0)
@@ -51,7 +51,7 @@ def test_policy_loss_example_trains_from_a_config_file(tmp_path, docs_code):
     from ding_lite.utils.log import read_tb_scalars
 
     config_file = tmp_path / "ratio_pg.py"
-    config_file.write_text(docs_code("concepts.rst", "policy-loss-example"))
+    config_file.write_text(docs_code("algorithms.rst", "policy-loss-example"))
     run = tmp_path / "run"
     try:
         trained = serial_pipeline(

@@ -239,6 +239,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # Evaluate only once the mean return of the last 20 training episodes reaches this
         # (saves time early in training; None: evaluate whenever due).
         min_train_return=None,
+        # Evaluate the initial policy once before the first update (verl's
+        # val_before_train): logged as iteration 0, tensorboard at env step 0, and
+        # result.json's eval_before_train. It never ends the run, even if it would solve it.
+        before_train=False,
         # Constructor arguments of the evaluation env over env.kwargs (e.g. a self-play run
         # evaluated against a scripted opponent: {"opponent": "rule_based"}).
         env_kwargs={},

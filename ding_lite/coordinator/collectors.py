@@ -191,6 +191,9 @@ class CollectorPool:
             f"eval of policy v{report['policy_version']}: return "
             f"{report['return_mean']:.2f} over {report['n_episodes']} episodes{win_text}"
         )
+        if report["policy_version"] == 0 and c.cfg.evaluator.get("before_train"):
+            c.status.eval_before_train = {k: report[k] for k in ("return_mean", "win_rate")}
+            report = {**report, "solved": False}  # an evaluation before training never solves
         best = c.status.best_eval
         if best is None or report["return_mean"] > best["return_mean"]:
             # The learner writes ckpt/best.pt from this version's policy file.

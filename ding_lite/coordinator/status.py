@@ -18,6 +18,7 @@ class RunStatus:
     eval_win_rate: float | None = None  # envs that report episode outcomes only
     solved: bool = False
     best_eval: dict | None = None  # {"policy_version", "return_mean"} of the best evaluation
+    eval_before_train: dict | None = None  # evaluator.before_train: version 0's evaluation
     best_sent: int | None = None  # the best evaluation's version the learner has been told
     best_checkpoint: dict | None = None  # what the learner's ckpt/best.pt holds (it says)
     done: bool = False

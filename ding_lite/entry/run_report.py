@@ -138,6 +138,7 @@ def run_result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
         figures,
         stop_detail=status.stop_detail,
         eval_win_rate=status.eval_win_rate,
+        eval_before_train=status.eval_before_train,
         train_win_rate=_win_rate(status.episode_outcomes[-STATS_WINDOW:]),
         policy_version=status.policy_version,
         dropped=status.dropped,

@@ -121,6 +121,7 @@ class SerialRun:
         )
         self.logger = get_logger("serial")
         self.last_eval: EvalResult | None = None
+        self.before_train: EvalResult | None = None  # evaluator.before_train's result
         self.solved = False
         self.stop_reason: str | None = None
         self.sps_meter: _SpsMeter | None = None  # from the first rollout of this run
@@ -237,6 +238,9 @@ class SerialRun:
         learner, collector, tb_logger = self.learner, self.collector, self.learner.tb_logger
         bar = Progress(self.cfg.max_env_step, enabled=bool(verbose), start=collector.envstep)
         sps_meter = self.sps_meter = _SpsMeter(collector.envstep)
+        if self.cfg.evaluator.get("before_train") and learner.train_iter == 0:
+            self._evaluate(tb_logger)
+            self.before_train, self.solved = self.last_eval, False  # it never ends the run
         try:
             while True:
                 if learner.train_iter > 0 and self._eval_due():
@@ -289,6 +293,15 @@ class SerialRun:
         )
         if ev.win_rate is not None:
             extra["eval_win_rate"] = ev.win_rate
+        first = self.before_train  # evaluator.before_train's evaluation (None: none ran)
+        extra["eval_before_train"] = (
+            None
+            if first is None
+            else {
+                "return_mean": first.return_mean,
+                "win_rate": first.win_rate,
+            }
+        )
         return build_result(self.cfg, figures, eval_return_std=ev.return_std, **extra)
 
 

@@ -100,6 +100,7 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
         "--max-train-iter",
         "4",
         "evaluator.eval_freq=2",
+        "evaluator.before_train=true",
         *FAST,
     )
     address = coordinator_address(tmp_path)
@@ -110,6 +111,9 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     assert result["failed_tasks"] == 0 and result["eval_return_mean"] is not None
     assert result["best_checkpoint"] == "ckpt/best.pt" and (run / "ckpt" / "best.pt").is_file()
     assert result["best_eval_return"] >= result["eval_return_mean"]
+    # evaluator.before_train: the policy the collectors start with is evaluated too.
+    assert result["eval_before_train"]["return_mean"] > 0
+    assert "eval of policy v0:" in (run / "logs" / "coordinator.log").read_text()
     assert not [p for p in (run / "data").rglob("*") if p.is_file()]
     assert (run / "ckpt").is_dir() and list((run / "policy").glob("policy_v*.pt"))
     (events,) = (run / "tb" / "coordinator").glob("events.out.tfevents.*")

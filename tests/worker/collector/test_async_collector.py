@@ -12,7 +12,9 @@ from ding_lite.worker.collector import SerialCollector
 from ding_lite.worker.collector.comm import AsyncCollector
 
 
-def make(tmp_path, max_pending=4, env=None, experiment="cartpole_ppo", n_steps=16):
+def make(
+    tmp_path, max_pending=4, env=None, experiment="cartpole_ppo", n_steps=16, report_first=False
+):
     cfg = get_config(experiment)
     env = env if env is not None else create_env("cartpole", 4, seed=0)
     policy = PPOPolicy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
@@ -25,11 +27,16 @@ def make(tmp_path, max_pending=4, env=None, experiment="cartpole_ppo", n_steps=1
         adv_estimator=policy.adv_estimator,
     )
     return policy, AsyncCollector(
-        collector, policy, name="c0", path_data=tmp_path, max_pending_files=max_pending
+        collector,
+        policy,
+        name="c0",
+        path_data=tmp_path,
+        max_pending_files=max_pending,
+        report_first=report_first,
     )
 
 
-def wait_for(predicate, timeout=20.0):
+def wait_for(predicate, timeout=45.0):  # under the tests' 60 s limit: a loaded host is slow
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -165,3 +172,21 @@ def test_a_policy_applied_after_stop_is_reported_but_not_timed(tmp_path):
     out = collector.drain()
     assert out["policy_version"] == 3 and out["evals"] == [{"policy_version": 3}]
     assert out["sync_latency_s"] == []
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("report_first", [False, True])
+def test_report_first_runs_on_policy_for_the_starting_policy_once(tmp_path, report_first):
+    """evaluator.before_train's hook: with report_first the policy the collector starts
+    with (version 0, never swapped in) gets on_policy once its first rollout is written;
+    without it, only swapped-in versions do."""
+    _, collector = make(tmp_path, max_pending=16, report_first=report_first)
+    seen = []
+    collector.set_on_policy(lambda version: seen.append(version) or {"policy_version": version})
+    collector.start()
+    try:
+        assert wait_for(lambda: len(list((tmp_path / "c0").glob("*.pt"))) >= 3)
+    finally:
+        collector.stop()
+    assert seen == ([0] if report_first else [])
+    assert collector.drain()["evals"] == [{"policy_version": 0} for _ in seen]

@@ -32,6 +32,8 @@ class AsyncCollector:
         on_policy: called in the loop thread with the new version once the first rollout
             collected with it is written (e.g. to evaluate it); a dict it returns is
             reported by ``drain()`` under "evals".
+        report_first: also call ``on_policy`` once the first rollout is written, with the
+            policy the collector started with (``evaluator.before_train``).
     """
 
     def __init__(
@@ -43,6 +45,7 @@ class AsyncCollector:
         path_data: str | Path,
         max_pending_files: int = 16,
         on_policy: Any = None,
+        report_first: bool = False,
     ) -> None:
         self.collector = collector
         self.policy = policy
@@ -60,6 +63,7 @@ class AsyncCollector:
         self._sync_latency: list[float] = []
         self._evals: list[dict[str, Any]] = []
         self._on_policy = on_policy
+        self._report_first = report_first  # on_policy after the first rollout, swapped or not
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -204,7 +208,8 @@ class AsyncCollector:
                     self._outbox.append(meta)
                     self._returns.extend(self.collector.last_returns)
                     self._outcomes.extend(self.collector.last_outcomes)
-                if swapped and not self._stop.is_set():  # a closing run evaluates on its own
+                first = self._seq == 1 and self._report_first
+                if (swapped or first) and not self._stop.is_set():  # a closing run evaluates
                     self._report_on_policy()
         except BaseException as err:  # reported to the coordinator by the next drain()
             self._logger.exception("collection thread failed")

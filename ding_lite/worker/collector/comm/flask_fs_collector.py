@@ -51,6 +51,7 @@ class FlaskFileSystemCollector:
         self._logger = get_logger(f"collector.{worker_id}")
         self._async: AsyncCollector | None = None
         self._evaluated_bucket = 0
+        self._evaluated_initial = False  # evaluator.before_train done
         #: Set once the coordinator closed this worker (its process may exit).
         self.closed = threading.Event()
         self._recent_returns: deque[float] = deque(maxlen=100)
@@ -121,6 +122,8 @@ class FlaskFileSystemCollector:
             name=self.worker_id,
             path_data=path_data,
             max_pending_files=cfg.system.max_pending_files,
+            # evaluator.before_train: the policy it starts with is evaluated too.
+            report_first=bool(cfg.evaluator.get("before_train")),
         )
         try:
             if data.get("evaluate"):
@@ -191,6 +194,9 @@ class FlaskFileSystemCollector:
         """Evaluates when ``version`` crosses a multiple of ``eval_freq`` (versions may be
         skipped when several arrive during one rollout)."""
         ev = self.cfg.evaluator
+        if version == 0 and ev.get("before_train") and not self._evaluated_initial:
+            self._evaluated_initial = True  # the initial policy, whatever min_train_return
+            return self._evaluate(version)
         if not ev.eval_freq or version // ev.eval_freq <= self._evaluated_bucket:
             return None
         recent = list(self._async.collector.recent_returns)[-20:]

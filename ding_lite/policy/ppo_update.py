@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from ding_lite.rl_utils import (
     entropy_loss,
+    explained_variance,
     is_weights,
     normalize_advantages,
     ppo_value_loss,
@@ -317,3 +318,16 @@ def mean_terms(kept: list[LossTerms]) -> dict[str, float]:
     # One [minibatches, terms] table, so one all-reduce carries every mean.
     rows = [torch.stack([*terms[: len(TERMS)], *terms.metrics.values()]) for terms in kept]
     return dict(zip(names, all_mean_(torch.stack(rows).mean(0)).tolist(), strict=True))
+
+
+def batch_stats(data: dict[str, Tensor]) -> dict[str, float]:
+    """What the update logs of the batch itself: the critic's ``explained_variance`` of the
+    value targets, and the advantages' mean and standard deviation as the estimator gave
+    them (before any per-minibatch normalization), as ``data/advantage_mean`` and
+    ``data/advantage_std``."""
+    adv = data["adv"]
+    return {
+        "explained_variance": explained_variance(data["value"], data["ret"]),
+        "data/advantage_mean": float(adv.mean()),
+        "data/advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
+    }

@@ -162,3 +162,18 @@ def test_a_wider_value_clip_range_lets_the_value_move_further():
     torch.testing.assert_close(narrow, torch.tensor(0.5 * 1.3**2), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(wide, plain)
     torch.testing.assert_close(plain, torch.tensor(0.5 * 1.0), rtol=1e-5, atol=1e-5)
+
+
+def test_batch_stats_are_the_raw_advantages_moments_and_the_explained_variance():
+    from ding_lite.policy.ppo_update import batch_stats
+    from ding_lite.rl_utils import explained_variance
+
+    data = {
+        "adv": torch.tensor([1.0, -1.0, 3.0, 1.0]),
+        "value": torch.tensor([0.0, 1.0, 2.0, 3.0]),
+        "ret": torch.tensor([0.5, 1.0, 2.5, 2.0]),
+    }
+    stats = batch_stats(data)
+    assert stats["data/advantage_mean"] == pytest.approx(1.0)
+    assert stats["data/advantage_std"] == pytest.approx(math.sqrt(8 / 3))  # Bessel's
+    assert stats["explained_variance"] == explained_variance(data["value"], data["ret"])

@@ -213,8 +213,8 @@ class ActorCritic(PolicyHead):
 
     def initial_state(self, batch: int, device: str | torch.device | None = None) -> Tensor:
         """The state every episode starts from: zeros ``[batch, state_size]``."""
-        device = self.value_head.weight.device if device is None else device
         weight = self.value_head.weight
+        device = weight.device if device is None else device
         return torch.zeros(batch, self.state_size, device=device, dtype=weight.dtype)
 
     def _segments(

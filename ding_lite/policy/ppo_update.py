@@ -25,7 +25,7 @@ from ding_lite.rl_utils import (
     prio_beta,
     segment_probs,
 )
-from ding_lite.rl_utils.policy_loss import ClipRanges, PolicyLossFn, ppo_clip
+from ding_lite.rl_utils.policy_loss import ClipRanges, PolicyLossFn, approx_kl, ppo_clip
 from ding_lite.utils.distributed import all_mean_, broadcast_
 from ding_lite.utils.errors import ConfigError
 
@@ -277,14 +277,12 @@ def loss_terms(
     logp = dist.log_prob(mb.action)
     pg_loss, metrics = policy_loss(logp, mb.logp, mb.adv, clip)
     metrics = dict(metrics)
-    approx_kl = metrics.pop("approx_kl", None)
-    if approx_kl is None:  # the usual estimate, for target_kl and the log
-        with torch.no_grad():
-            logratio = logp - mb.logp
-            approx_kl = (logratio.exp() - 1.0 - logratio).mean()
+    kl = metrics.pop("approx_kl", None)
+    if kl is None:  # the usual estimate, for target_kl and the log
+        kl = approx_kl(logp - mb.logp)
     clipfrac = metrics.pop("clipfrac", None)
     if clipfrac is None:
-        clipfrac = torch.full((), math.nan, device=approx_kl.device)
+        clipfrac = torch.full((), math.nan, device=kl.device)
     v_loss = ppo_value_loss(newvalue, mb.value, mb.ret, value_clip_range)
     kl_ref = torch.zeros((), device=newvalue.device)
     if ref_model is not None:
@@ -295,7 +293,7 @@ def loss_terms(
         pg_loss=pg_loss,
         v_loss=v_loss,
         entropy=entropy_loss(dist.entropy()),
-        approx_kl=approx_kl,
+        approx_kl=kl,
         clipfrac=clipfrac,
         kl_ref=kl_ref,
         metrics={name: value.detach() for name, value in metrics.items()},

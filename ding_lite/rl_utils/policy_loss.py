@@ -118,10 +118,11 @@ def list_policy_losses() -> list[str]:
     return POLICY_LOSS_REGISTRY.names()
 
 
-def _ratio_stats(logratio: Tensor, ratio: Tensor) -> Tensor:
-    """The always non-negative estimate of KL(behaviour || current), detached."""
+def approx_kl(logratio: Tensor) -> Tensor:
+    """The always non-negative estimate of KL(behaviour || current), ``((r - 1) - log r)``
+    averaged, from ``logratio = logp - logp_old``; detached."""
     with torch.no_grad():
-        return ((ratio - 1.0) - logratio).mean()
+        return (logratio.exp() - 1.0 - logratio).mean()
 
 
 @register_policy_loss("ppo_clip")
@@ -149,7 +150,7 @@ def dual_clip(
     with torch.no_grad():
         clipfrac = ((ratio - 1.0).abs() > eps).to(ratio.dtype).mean()
         lower = (negative & (clipped > bound)).to(ratio.dtype).mean()
-    metrics = {"approx_kl": _ratio_stats(logratio, ratio), "clipfrac": clipfrac}
+    metrics = {"approx_kl": approx_kl(logratio), "clipfrac": clipfrac}
     return per_sample.mean(), {**metrics, "clipfrac_lower": lower}
 
 
@@ -165,4 +166,4 @@ def clip_higher(
     per_sample = torch.max(-adv * ratio, -adv * torch.clamp(ratio, 1.0 - low, 1.0 + high))
     with torch.no_grad():
         clipfrac = ((ratio < 1.0 - low) | (ratio > 1.0 + high)).to(ratio.dtype).mean()
-    return per_sample.mean(), {"approx_kl": _ratio_stats(logratio, ratio), "clipfrac": clipfrac}
+    return per_sample.mean(), {"approx_kl": approx_kl(logratio), "clipfrac": clipfrac}

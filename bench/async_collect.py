@@ -2,9 +2,10 @@
 
 Builds the serial collector the way a run does (``SerialCollector.from_config``) on a
 gymnasium env with ``vector_mode=async`` (one subprocess per copy) and a PPO policy on the
-CPU, and times whole rollouts (``collect()``: policy inference, env steps, GAE). With K > 1
-the copies are K groups: while group g's subprocesses step, this process computes group
-g + 1's actions, so inference overlaps stepping; K = 1 waits for every step.
+CPU, and times whole rollouts (``collect()``: policy inference and env steps; the advantages
+are the learner's, not timed here). With K > 1 the copies are K groups: while group g's
+subprocesses step, this process computes group g + 1's actions, so inference overlaps
+stepping; K = 1 waits for every step.
 
 The env must cost real CPU per step, else the pipes dominate. By default it is MuJoCo's
 ``Hopper-v5``; ``--env busy`` (or when ``mujoco`` is missing) takes gymnasium's CartPole

@@ -42,6 +42,8 @@ EXPERIMENTS = (
     "cartpole_lstm_ppo",
     "pendulum_lstm_ppo",
     "aircombat_selfplay_ppo",
+    "cartpole_reinforce_pp",
+    "cartpole_grpo",
 )
 
 FLOAT32_MAX = 3.4028234663852886e38

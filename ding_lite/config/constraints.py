@@ -11,6 +11,7 @@ from ding_lite.utils.errors import ConfigError
 CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "env.num_envs": (lambda v: v >= 1, "at least 1"),
     "env.vector_mode": (lambda v: v in ("sync", "async"), "'sync' or 'async'"),
+    "env.reset_group_size": (lambda v: v >= 1, "at least 1"),
     "policy.learn.n_epochs": (lambda v: v >= 1, "at least 1"),
     "policy.learn.batch_size": (lambda v: v >= 1, "at least 1"),
     "policy.learn.learning_rate": (lambda v: v > 0, "positive"),
@@ -82,13 +83,23 @@ def check_batch_arithmetic(cfg: Mapping) -> None:
 
     Raises:
         ConfigError: ``n_steps`` or ``batch_size`` not a whole number of segments, or
-            ``env.num_envs`` not a whole number of the collector's buffers.
+            ``env.num_envs`` not a whole number of the collector's buffers, or a buffer not
+            a whole number of reset groups.
     """
     num_envs, buffers = cfg["env"]["num_envs"], cfg["collector"]["async_factor"]
     if num_envs % buffers:
         raise ConfigError(
             f"env.num_envs={num_envs} is not a multiple of collector.async_factor={buffers}: "
             "the collector steps its env copies in that many equal groups"
+        )
+    group_size = cfg["env"]["reset_group_size"]
+    if (num_envs // buffers) % group_size:
+        per = f"env.num_envs={num_envs}"
+        if buffers > 1:  # each buffer is an env of its own; a reset group lies in one
+            per = f"env.num_envs / collector.async_factor = {num_envs // buffers}"
+        raise ConfigError(
+            f"{per} is not a multiple of env.reset_group_size={group_size}: a reset group "
+            "is that many whole env copies"
         )
     horizon = cfg["policy"]["learn"]["bptt_horizon"]
     n_steps = cfg["policy"]["collect"]["n_steps"]

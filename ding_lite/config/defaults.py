@@ -33,6 +33,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # or "async" (each in its own subprocess, gymnasium's AsyncVectorEnv). Bundled envs
         # step all copies as one tensor batch and take only "sync".
         vector_mode="sync",
+        # Copies i with equal i // reset_group_size form a reset group: the k-th episode of
+        # every copy of a group starts from the same state (for grpo and rloo). 1: off. It
+        # must divide num_envs, and num_envs / collector.async_factor.
+        reset_group_size=1,
     ),
     policy=dict(
         # Policy class from the policy registry.
@@ -62,6 +66,9 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             core="none",
             # Hidden size of the recurrent core.
             core_size=128,
+            # Build a value head (false: none is built, trained or saved; only with a
+            # critic-free estimator: reinforce_pp, grpo or rloo).
+            critic=True,
         ),
         learn=dict(
             # Passes over each batch per iteration.
@@ -110,9 +117,17 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             value_weight=0.5,
             # Weight of the entropy bonus.
             entropy_weight=0.0,
-            # Advantage estimator from the registry: "gae" (normalized per minibatch) or
-            # "gae_no_norm".
+            # Advantage estimator from the registry: "gae" (normalized per minibatch),
+            # "gae_no_norm", or a critic-free one over whole episodes: "reinforce_pp"
+            # (returns-to-go standardized over the batch), "grpo" or "rloo" (an episode's
+            # return against the others of its group; they need env.reset_group_size > 1).
             adv_estimator="gae",
+            # grpo divides an episode's advantage by its group's standard deviation.
+            norm_by_std=True,
+            # A KL(policy || reference) penalty subtracted from every step's reward before
+            # the advantages: type "none", "fixed" (coef) or "adaptive" (coef moved toward
+            # target, by at most 20% per horizon env steps); logged as charts/kl_reward_coef.
+            kl_in_reward=dict(type="none", coef=0.001, target=0.01, horizon=10_000),
             # Clip the global gradient norm to this (None: no clipping).
             grad_clip_norm=0.5,
             # Minibatches whose gradients are summed before one optimizer step.

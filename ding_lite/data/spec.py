@@ -17,8 +17,13 @@ import torch
 
 from ding_lite.utils.errors import DingLiteError
 
-#: The tensors ``SerialCollector.collect()`` returns, in that order.
-ROLLOUT_KEYS = ("obs", "action", "logp", "value", "adv", "ret")
+#: The tensors ``SerialCollector.collect()`` always returns, in that order.
+ROLLOUT_KEYS = ("obs", "action", "logp", "value", "reward", "next_value", "terminated", "done")
+
+#: Int64 fields an episode-level estimator adds (episode number, reset group): an advantage
+#: step builds keys from them, so a file's values must be small and non-negative.
+INDEX_KEYS = ("episode", "group")
+MAX_INDEX = 2**31 - 1
 
 
 class InvalidRolloutError(DingLiteError, ValueError):
@@ -41,13 +46,15 @@ class RolloutSpec:
     statistics' summaries (``obs_norm_update``, ``ret_norm_update``): float64 ``[1, size]``
     holding count, mean and M2 (see ``ding_lite.model.normalizer.summarize``);
     ``segment_fields`` are per-segment tensors ``[samples / horizon, *shape]`` (a recurrent
-    policy's ``core_state``).
+    policy's ``core_state``). The sample count is a multiple of ``n_steps`` (a rollout is
+    ``n_steps`` steps of every env copy) and of ``horizon``.
     """
 
     fields: Mapping[str, FieldSpec]
     stats: Mapping[str, int] = field(default_factory=dict)
     segment_fields: Mapping[str, FieldSpec] = field(default_factory=dict)
     horizon: int = 1
+    n_steps: int = 1
 
 
 def rollout_spec(
@@ -59,6 +66,8 @@ def rollout_spec(
     stats: Mapping[str, int] | None = None,
     horizon: int = 1,
     state_size: int = 0,
+    n_steps: int = 1,
+    episodes: bool = False,
 ) -> RolloutSpec:
     """The spec of a rollout as ``SerialCollector.collect()`` returns it.
 
@@ -66,33 +75,47 @@ def rollout_spec(
         obs_shape: one observation's shape (the env's ``obs_shape``).
         action_shape: one action's shape (``()`` for a discrete action).
         action_dtype: the dtype of the actions the policy's collect mode returns.
-        float_dtype: dtype of the collector's float buffers (obs, logp, value, adv, ret);
-            default ``torch.get_default_dtype()``, what the collector allocates them with.
+        float_dtype: dtype of the collector's float buffers (obs, logp, value, reward,
+            next_value); default ``torch.get_default_dtype()``, what the collector allocates
+            them with.
         stats: summary sizes of the running statistics the rollout carries, by key.
         horizon: steps per segment (``policy.learn.bptt_horizon``): the sample count must
             be a multiple of it.
         state_size: a recurrent policy's state width: the rollout then also holds
             ``episode_start`` (bool, per sample) and ``core_state`` (per segment).
+        n_steps: env steps per copy in one rollout (``policy.collect.n_steps``).
+        episodes: the rollout also holds ``episode`` and ``group`` (int64, per sample), for
+            an episode-level advantage estimator.
     """
     fdt = float_dtype or torch.get_default_dtype()
-    scalar = FieldSpec((), fdt)
+    scalar, flag = FieldSpec((), fdt), FieldSpec((), torch.bool)
     fields = {
         "obs": FieldSpec(tuple(obs_shape), fdt),
         "action": FieldSpec(tuple(action_shape), action_dtype),
         "logp": scalar,
         "value": scalar,
-        "adv": scalar,
-        "ret": scalar,
+        "reward": scalar,
+        "next_value": scalar,
+        "terminated": flag,
+        "done": flag,
     }
+    if episodes:
+        fields.update(dict.fromkeys(INDEX_KEYS, FieldSpec((), torch.int64)))
     segment_fields = {}
     if state_size:
-        fields["episode_start"] = FieldSpec((), torch.bool)
+        fields["episode_start"] = flag
         segment_fields["core_state"] = FieldSpec((state_size,), fdt)
-    return RolloutSpec(fields, dict(stats or {}), segment_fields, horizon)
+    return RolloutSpec(fields, dict(stats or {}), segment_fields, horizon, n_steps)
 
 
 def probe_rollout_spec(
-    env: Any, collect_mode: Any, device: Any = "cpu", horizon: int = 1
+    env: Any,
+    collect_mode: Any,
+    device: Any = "cpu",
+    horizon: int = 1,
+    *,
+    n_steps: int = 1,
+    episodes: bool = False,
 ) -> RolloutSpec:
     """Derives the spec from one action of ``collect_mode`` on a (throwaway) probe env.
 
@@ -104,6 +127,8 @@ def probe_rollout_spec(
             or ``step`` for a recurrent one).
         device: the policy's device.
         horizon: steps per segment (``policy.learn.bptt_horizon``).
+        n_steps: env steps per copy in one rollout.
+        episodes: the rollout carries episode numbers and groups (see :func:`rollout_spec`).
     """
     device = torch.device(device)
     devices = [device.index or 0] if device.type == "cuda" else []
@@ -132,6 +157,8 @@ def probe_rollout_spec(
         stats=stats,
         horizon=horizon,
         state_size=state_size,
+        n_steps=n_steps,
+        episodes=episodes,
     )
 
 
@@ -169,6 +196,8 @@ def _problem(data: Any, spec: RolloutSpec, expected_size: int) -> str | None:
         return f"holds {length} samples, its name says {expected_size}"
     if length % spec.horizon:
         return f"holds {length} samples, not whole segments of {spec.horizon} steps"
+    if length % spec.n_steps:
+        return f"holds {length} samples, not {spec.n_steps} steps of whole env copies"
     for key in spec.segment_fields:
         if data[key].shape[0] * spec.horizon != length:
             return (
@@ -179,6 +208,12 @@ def _problem(data: Any, spec: RolloutSpec, expected_size: int) -> str | None:
         value = data[key]
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             return f"'{key}' holds non-finite values"
+        if (
+            key in INDEX_KEYS
+            and value.numel()
+            and not 0 <= int(value.min()) <= int(value.max()) <= MAX_INDEX
+        ):
+            return f"'{key}' holds values outside [0, {MAX_INDEX}]"
     return None
 
 

@@ -93,8 +93,8 @@ def compile_run_config(cfg: str | Mapping | None, options: RunOptions) -> EasyDi
     options applied. The run dir is chosen later, when the run claims it.
 
     Raises:
-        ConfigError: no config and no resume, a bad key or value, or a live run holds the
-            dir to resume.
+        ConfigError: no config and no resume, a bad key or value, an estimator that does not
+            fit the rest of the config, or a live run holds the dir to resume.
     """
     exp_dir = options.exp_dir
     if options.resume is not None:
@@ -110,7 +110,7 @@ def compile_run_config(cfg: str | Mapping | None, options: RunOptions) -> EasyDi
             value = getattr(options, name)
             if value is not None:
                 overrides.append(f"system.{name}={value}")
-    return compile_config(
+    resolved = compile_config(
         cfg,
         overrides,
         seed=options.seed,
@@ -119,3 +119,7 @@ def compile_run_config(cfg: str | Mapping | None, options: RunOptions) -> EasyDi
         max_env_step=options.max_env_step,
         max_train_iter=options.max_train_iter,
     )
+    from ding_lite.policy.advantages import check_advantage_setup  # torch: only for a run
+
+    check_advantage_setup(resolved)
+    return resolved

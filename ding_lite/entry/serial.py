@@ -127,7 +127,9 @@ class SerialRun:
         self.sps_meter: _SpsMeter | None = None  # from the first rollout of this run
 
     def _evaluate(self, tb_logger: Any) -> None:
+        start = time.perf_counter()
         result = self.last_eval = self.evaluator.eval()
+        tb_logger.add_scalar("perf/eval_s", time.perf_counter() - start, self.collector.envstep)
         self.solved = self.solved or result.solved
         if self.best.improves(result.return_mean, self.learner.train_iter):
             self.learner.save_checkpoint(BEST_CKPT.removesuffix(".pt"))

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.base import TensorVectorEnv
+from ding_lite.envs.reset_groups import GroupedResets, check_reset_group_size
 
 _ELEMENT_DTYPES = (torch.complex128, torch.int64, torch.int32, torch.int16, torch.uint8)
 
@@ -143,8 +144,13 @@ class ResetPool:
         self.refill()
         return taken
 
-    def advance(self) -> None:
-        """Redraws the next block of rows; call once per step after using ``values``."""
+    def advance(self, done: Tensor | None = None) -> None:
+        """Redraws the next block of rows; call once per step after using ``values``.
+
+        Args:
+            done: Unused: the pool renews rows on a fixed schedule, whoever took them. It is
+                there so that :class:`GroupedResets`, which needs it, is called the same way.
+        """
         cursor = self._cursor
         if self._shared_bounds is not None:  # inlined _draw: this runs on every step
             self._blocks[cursor].uniform_(*self._shared_bounds, generator=self._generator)
@@ -158,9 +164,67 @@ class ResetPool:
         return {"values": self.values.clone(), "cursor": self._cursor}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores what :meth:`state_dict` returned."""
+        """Restores what :meth:`state_dict` returned.
+
+        Raises:
+            ValueError: ``state`` is a :class:`GroupedResets` one (reset groups were on).
+        """
+        if "group_size" in state:
+            raise ValueError(
+                f"state saved with reset_group_size={state['group_size']}, this env has 1; "
+                "resume with the env.reset_group_size that saved it"
+            )
         self.values.copy_(state["values"])
         self._cursor = int(state["cursor"])
+
+
+def make_reset_source(
+    *,
+    num_envs: int,
+    group_size: int,
+    low: tuple[float, ...],
+    high: tuple[float, ...],
+    generator: torch.Generator,
+    device: torch.device,
+    dtype: torch.dtype = torch.float32,
+    refresh_steps: int = 8,
+) -> ResetPool | GroupedResets:
+    """Where an env's copies take their initial states U(low, high) from.
+
+    Both kinds have ``values`` (row ``i``: copy ``i``'s next initial state, updated in
+    place), ``take_all()``, ``advance(done)``, ``state_dict()`` and ``load_state_dict()``.
+
+    Args:
+        num_envs: Number of copies ``N``.
+        group_size: 1 for a :class:`ResetPool` (independent copies); ``K > 1`` for
+            :class:`GroupedResets`, whose k-th episodes of the copies ``i`` with equal
+            ``i // K`` start alike (see :mod:`ding_lite.envs.reset_groups`).
+        low: Lower bound of each state variable.
+        high: Upper bound of each state variable.
+        generator: The env's random generator, on ``device``.
+        device: Device of the values.
+        dtype: Dtype of the values.
+        refresh_steps: See :class:`ResetPool` (unused with groups).
+    """
+    if group_size == 1:
+        return ResetPool(
+            num_envs=num_envs,
+            low=low,
+            high=high,
+            generator=generator,
+            device=device,
+            dtype=dtype,
+            refresh_steps=refresh_steps,
+        )
+    return GroupedResets(
+        num_envs=num_envs,
+        group_size=group_size,
+        low=low,
+        high=high,
+        generator=generator,
+        device=device,
+        dtype=dtype,
+    )
 
 
 OBSERVE_MODES = ("full", "position")
@@ -187,9 +251,9 @@ class PooledStateEnv(TensorVectorEnv):
 
     The subclass's ``_step_physics`` writes the stepped state into ``self._next``; autoreset
     then commits it to ``self._state`` with the rows of finished copies taken from a
-    :class:`ResetPool`, so the final observation comes from ``_next`` and nothing is copied
-    twice. Subclasses call :meth:`_init_pooled_state` in their constructor and implement
-    :meth:`_obs_of`.
+    :class:`ResetPool` (or, with reset groups, :class:`GroupedResets`), so the final
+    observation comes from ``_next`` and nothing is copied twice. Subclasses call
+    :meth:`_init_pooled_state` in their constructor and implement :meth:`_obs_of`.
     """
 
     def _init_pooled_state(
@@ -199,6 +263,7 @@ class PooledStateEnv(TensorVectorEnv):
         high: tuple[float, ...],
         dtype: torch.dtype,
         refresh_steps: int = 8,
+        group_size: int = 1,
     ) -> None:
         """Allocates ``_state``, ``_next`` and the reset pool of initial states U(low, high).
 
@@ -207,12 +272,18 @@ class PooledStateEnv(TensorVectorEnv):
             high: Upper bound of each state variable at reset.
             dtype: Dtype of the physical state.
             refresh_steps: See :class:`ResetPool`; at most the shortest episode's length.
+            group_size: The env's ``reset_group_size`` (see :func:`make_reset_source`).
+
+        Raises:
+            ValueError: ``group_size`` is not a positive int dividing ``num_envs``.
         """
+        self.reset_group_size = check_reset_group_size(self.name, self.num_envs, group_size)
         self.dtype = dtype
         self._state = torch.zeros(self.num_envs, len(low), dtype=dtype, device=self.device)
         self._next = torch.empty_like(self._state)  # state after physics, before autoreset
-        self._pool = ResetPool(
+        self._pool = make_reset_source(
             num_envs=self.num_envs,
+            group_size=group_size,
             low=low,
             high=high,
             generator=self.generator,
@@ -242,7 +313,7 @@ class PooledStateEnv(TensorVectorEnv):
             self._state.copy_(self._pool.take_all())
         else:
             self._select_reset_rows(mask)
-            self._pool.advance()
+            self._pool.advance(mask)
 
     def _obs(self) -> Tensor:
         return self._obs_of(self._state)

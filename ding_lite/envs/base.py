@@ -66,10 +66,13 @@ class TensorVectorEnv(abc.ABC):
         action_space: What one agent's action is (see ``ding_lite.envs.spaces``).
         max_episode_steps: Episodes are truncated after this many steps; None = never.
         name: Registry name of the env.
+        reset_group_size: Copies ``i`` with equal ``i // reset_group_size`` form a reset
+            group whose k-th episodes start alike (1: off; see ``envs.reset_groups``).
     """
 
     name: str = "tensor_env"
     num_agents: int = 1
+    reset_group_size: int = 1  # envs that take a reset_group_size argument set their own
     # Clip Box actions to the bounds before the env sees them. The clipped tensor is a new
     # one: the caller's action (what a collector stores and trains on) is left as sampled.
     clip_actions: bool = True

@@ -9,6 +9,10 @@ group steps elsewhere (gymnasium ``vector_mode="async"`` subprocesses).
 Copy ``i`` of the whole is copy ``i - offset_g`` of its group, so rows keep the order of one
 env of ``N`` copies, and a seed seeds group ``g`` with ``seed + offset_g``: for gymnasium
 envs (copy ``i`` seeded ``seed + i``) the copies start exactly as they would in one env.
+
+Reset groups (``env.reset_group_size`` R, see :mod:`ding_lite.envs.reset_groups`) are built
+inside each group env: ``N / K`` is a multiple of R, so reset group ``i // R`` of the whole
+lies in one group env, where it is local reset group ``(i - offset_g) // R``.
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ class BufferedEnv:
     """K envs (groups) that together hold the copies of one collector.
 
     It has the attributes a collector reads from an env (``num_envs``, ``num_agents``,
-    ``device``, ``obs_shape``, ``action_space``, ``name``) and resets, saves, restores and
-    closes all groups at once; stepping goes through each group's ``step_async`` /
-    ``step_wait`` (see :meth:`concat`).
+    ``device``, ``obs_shape``, ``action_space``, ``name``, ``reset_group_size``) and resets,
+    saves, restores and closes all groups at once; stepping goes through each group's
+    ``step_async`` / ``step_wait`` (see :meth:`concat`).
 
     Attributes:
         groups: The group envs, in copy order.
@@ -43,7 +47,8 @@ class BufferedEnv:
 
         Raises:
             ValueError: no group, or groups that differ in observation shape, action
-                space, agents per copy or device (one policy acts for all of them).
+                space, agents per copy, device (one policy acts for all of them) or reset
+                group size.
         """
         if not groups:
             raise ValueError("BufferedEnv needs at least one group env")
@@ -51,10 +56,11 @@ class BufferedEnv:
         for g, env in enumerate(groups):
             mine = (env.obs_shape, repr(env.action_space), env.num_agents, env.device)
             theirs = (first.obs_shape, repr(first.action_space), first.num_agents, first.device)
-            if mine != theirs:
+            if mine != theirs or env.reset_group_size != first.reset_group_size:
                 raise ValueError(
                     f"group {g} ({env!r}) differs from group 0 ({first!r}) in obs shape, "
-                    "action space, agents or device; build every group the same way"
+                    "action space, agents, device or reset group size; build every group "
+                    "the same way"
                 )
         self.groups = list(groups)
         self.offsets = [sum(env.num_envs for env in self.groups[:g]) for g in range(len(groups))]
@@ -64,6 +70,7 @@ class BufferedEnv:
         self.obs_shape = first.obs_shape
         self.action_space = first.action_space
         self.name = first.name
+        self.reset_group_size = first.reset_group_size
 
     def reset(self, seed: int | None = None) -> tuple[Tensor, dict[str, Any]]:
         """Resets every group; a seed seeds group ``g`` with ``seed + offsets[g]``.
@@ -151,9 +158,11 @@ def split_env(env: TensorVectorEnv, cfg: Any, seed: int, k: int) -> BufferedEnv:
     """``k`` envs of ``env.num_envs / k`` copies each, built from the run's config ``cfg``
     like ``env`` and on its device, in place of ``env`` (which is closed): group ``g``
     gets seed ``seed + g * num_envs / k``, so gymnasium copy ``i`` still gets ``seed + i``.
+    Each group env gets ``env.reset_group_size`` too (see :func:`build_collector_env`).
 
     Raises:
-        ConfigError: ``env.num_envs`` is not a multiple of ``k``, or a group cannot be built.
+        ConfigError: ``env.num_envs`` is not a multiple of ``k``, ``num_envs / k`` not one of
+            ``env.reset_group_size``, or a group cannot be built.
     """
     num_envs, device = env.num_envs, env.device
     env.close()
@@ -165,10 +174,13 @@ def build_collector_env(
 ) -> TensorVectorEnv | BufferedEnv:
     """A collector's env as the run's config asks: one env of ``num_envs`` copies, or with
     ``collector.async_factor`` (or ``k``) above 1 a :class:`BufferedEnv` of that many groups
-    (group ``g`` seeded ``seed + g * num_envs / k``).
+    (group ``g`` seeded ``seed + g * num_envs / k``). Every env built gets
+    ``env.reset_group_size`` R (see :func:`build_env`); with ``k`` groups, ``num_envs / k``
+    must be a multiple of R so that no reset group straddles two group envs.
 
     Raises:
-        ConfigError: ``num_envs`` is not a multiple of ``k``, or an env cannot be built.
+        ConfigError: ``num_envs`` is not a multiple of ``k``, ``num_envs / k`` not one of
+            R, or an env cannot be built.
     """
     k = cfg.collector.async_factor if k is None else k
     if k == 1:
@@ -178,4 +190,11 @@ def build_collector_env(
             f"env.num_envs={num_envs} is not a multiple of collector.async_factor={k}"
         )
     per = num_envs // k
+    group_size = cfg.env.get("reset_group_size", 1)
+    if per % group_size:
+        raise ConfigError(
+            f"env.num_envs / collector.async_factor = {per} is not a multiple of "
+            f"env.reset_group_size={group_size}: a reset group must lie in one of the "
+            f"{k} envs the collector steps in turn"
+        )
     return BufferedEnv([build_env(cfg, per, device, seed + g * per) for g in range(k)])

@@ -55,6 +55,7 @@ class CartPoleEnv(PooledStateEnv):
         max_episode_steps: int | None = 500,
         dtype: torch.dtype = torch.float32,
         observe: str = "full",
+        reset_group_size: int = 1,
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -67,9 +68,13 @@ class CartPoleEnv(PooledStateEnv):
                 rounding; observations are float32 either way.
             observe: ``"full"`` (the four state variables) or ``"position"`` (cart position
                 and pole angle: the task then needs memory).
+            reset_group_size: Copies ``i`` with equal ``i // reset_group_size`` start their
+                k-th episodes (counted since the last full reset) from the same state; 1: every
+                copy draws its own (see :mod:`ding_lite.envs.reset_groups`).
 
         Raises:
-            ValueError: an unknown ``observe``.
+            ValueError: an unknown ``observe``, or a ``reset_group_size`` that is not a
+                positive int dividing ``num_envs``.
         """
         self._position_only = observes_position_only(self.name, observe)
         super().__init__(
@@ -83,7 +88,11 @@ class CartPoleEnv(PooledStateEnv):
         # From these initial states an episode lasts at least 8 steps, so each reset gets a
         # pool draw no earlier reset has used.
         self._init_pooled_state(
-            low=(-INIT_BOUND,) * 4, high=(INIT_BOUND,) * 4, dtype=dtype, refresh_steps=8
+            low=(-INIT_BOUND,) * 4,
+            high=(INIT_BOUND,) * 4,
+            dtype=dtype,
+            refresh_steps=8,
+            group_size=reset_group_size,
         )
         # Persistent buffers: the step writes into them with out= ops, so it allocates only
         # the tensors it hands out, and every view below is built once.
@@ -166,7 +175,7 @@ class CartPoleEnv(PooledStateEnv):
         torch.where(
             done if mask_dims == 1 else done.unsqueeze(1), pool_rows, next_rows, out=state_rows
         )
-        self._pool.advance()
+        self._pool.advance(done)
         if self._position_only:
             obs, final_obs = self._obs_of(self._state), self._obs_of(self._next)
         elif self.dtype == torch.float32:

@@ -17,6 +17,10 @@ def build_env(
     """Creates ``cfg.env.name`` with ``cfg.env.kwargs`` and ``cfg.env.vector_mode``; a bad
     name or argument, or a missing dependency of the env, is a ConfigError.
 
+    ``env.reset_group_size`` K above 1 is passed as the env's ``reset_group_size`` argument
+    (1 passes nothing, so envs that do not know it build as before), except to an
+    evaluation env: evaluation wants independent episodes.
+
     Args:
         cfg: a resolved config (its ``env`` section is read).
         num_envs: env copies.
@@ -26,6 +30,11 @@ def build_env(
             ``cfg.env.kwargs`` (e.g. a self-play run evaluated against a scripted opponent).
     """
     kwargs = dict(cfg.env.kwargs)
+    if "reset_group_size" in kwargs:  # the collector reads the env section's key
+        raise ConfigError("env.kwargs.reset_group_size: set env.reset_group_size instead")
+    group_size = 1 if evaluation else cfg.env.get("reset_group_size", 1)
+    if group_size > 1:
+        kwargs["reset_group_size"] = group_size
     if evaluation:
         kwargs.update(cfg.get("evaluator", {}).get("env_kwargs", {}))
     if isinstance(kwargs.get("dtype"), str):
@@ -35,7 +44,7 @@ def build_env(
             raise ConfigError(f"env.kwargs.dtype: unknown torch dtype '{kwargs['dtype']}'")
         kwargs["dtype"] = dtype
     try:
-        return create_env(
+        env = create_env(
             cfg.env.name,
             num_envs,
             device=device,
@@ -44,5 +53,19 @@ def build_env(
             **kwargs,
         )
     except (KeyError, ValueError, TypeError, ImportError) as err:
-        message = err.args[0] if err.args else str(err)
-        raise ConfigError(str(message)) from None
+        message = str(err.args[0] if err.args else err)
+        if group_size > 1 and isinstance(err, TypeError) and "reset_group_size" in message:
+            raise _no_reset_groups(cfg.env.name, group_size, "takes no such argument") from None
+        raise ConfigError(message) from None
+    if group_size > 1 and getattr(env, "reset_group_size", 1) != group_size:
+        env.close()  # it took the argument (e.g. as **kwargs) but does not group
+        raise _no_reset_groups(cfg.env.name, group_size, "ignores the argument")
+    return env
+
+
+def _no_reset_groups(name: str, group_size: int, why: str) -> ConfigError:
+    """The one-line error for an env without reset groups (``why``: how it showed)."""
+    return ConfigError(
+        f"env.reset_group_size={group_size}: env '{name}' does not support reset groups "
+        f"(it {why}); set env.reset_group_size=1 or use an env that does"
+    )

@@ -17,14 +17,18 @@ import re
 import warnings
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from ding_lite.envs.base import StepResult, TensorVectorEnv
+from ding_lite.envs.reset_groups import check_reset_group_size
 from ding_lite.envs.spaces import ActionSpace, Box, Discrete, MultiDiscrete
+
+if TYPE_CHECKING:
+    from ding_lite.envs.gym_groups import GymResetGroups
 
 #: Batched gymnasium observations -> float32 ``[N, flat dim]``.
 BatchFlattener = Callable[[Any], np.ndarray]
@@ -95,6 +99,7 @@ class GymVectorEnv(TensorVectorEnv):
         device: str | torch.device = "cpu",
         seed: int | None = None,
         vector_mode: str = "sync",
+        reset_group_size: int = 1,
         **env_kwargs: Any,
     ) -> None:
         """Builds the gymnasium vector env.
@@ -108,14 +113,17 @@ class GymVectorEnv(TensorVectorEnv):
             vector_mode: ``"sync"`` steps the copies one after the other in this process;
                 ``"async"`` steps each in its own subprocess. For the same seeds and actions
                 both give the same trajectories.
+            reset_group_size: Copies ``i`` with equal ``i // reset_group_size`` reset their
+                k-th episodes with the same seed, so they start alike; 1: off, copy ``i``
+                seeded ``seed + i`` (see :mod:`ding_lite.envs.gym_groups`).
             **env_kwargs: Passed to ``gymnasium.make`` for every copy, e.g.
                 ``max_episode_steps`` or the env's own options.
 
         Raises:
             ImportError: gymnasium, or a dependency of this env (e.g. Box2D), is not
                 installed; the message says what to pip install.
-            ValueError: Unknown id, module or vector mode, or a space this adapter cannot
-                translate.
+            ValueError: Unknown id, module or vector mode, a space this adapter cannot
+                translate, or a ``reset_group_size`` that does not divide ``num_envs``.
             TypeError: An option the gymnasium env does not accept.
         """
         gym = import_gymnasium()
@@ -124,12 +132,19 @@ class GymVectorEnv(TensorVectorEnv):
         if vector_mode not in VECTOR_MODES:
             known = ", ".join(repr(m) for m in VECTOR_MODES)
             raise ValueError(f"unknown vector_mode {vector_mode!r}; known: {known}")
+        self.reset_group_size = check_reset_group_size(f"gym:{name}", num_envs, reset_group_size)
+        self._groups: GymResetGroups | None = None
+        if reset_group_size > 1:
+            from ding_lite.envs.gym_groups import GymResetGroups
+
+            self._groups = GymResetGroups(num_envs, reset_group_size)
         try:
             env = gym.make_vec(
                 env_id,
                 num_envs=num_envs,
                 vectorization_mode=vector_mode,
                 vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
+                wrappers=None if self._groups is None else self._groups.wrappers,
                 **env_kwargs,
             )
         except gym.error.DependencyNotInstalled as err:
@@ -171,12 +186,16 @@ class GymVectorEnv(TensorVectorEnv):
         self._np_action_shape = (num_envs, *env.single_action_space.shape)
 
     def reset(self, seed: int | None = None) -> tuple[Tensor, dict[str, Any]]:
-        """Resets every copy; a seed seeds copy ``i`` with ``seed + i`` (gymnasium's rule).
+        """Resets every copy; a seed seeds copy ``i`` with ``seed + i`` (gymnasium's rule), or
+        with reset groups, the copies of a group with one seed derived from it.
 
         Returns:
             ``(obs, info)``: obs float32 ``[N, *obs_shape]``; info is empty.
         """
-        obs, _ = self._env.reset(seed=self._take_seed(seed))
+        seed = self._take_seed(seed)
+        if self._groups is not None:
+            seed = self._groups.seeds(self.generator, seed)
+        obs, _ = self._env.reset(seed=seed)
         self._clear_episodes()
         return self._to_tensor(self._observe(obs), torch.float32), {}
 
@@ -249,12 +268,19 @@ class GymVectorEnv(TensorVectorEnv):
             return np.asarray(obs)
         return np.asarray(self._flatten_one(self._obs_space, obs), dtype=np.float32)
 
+    def _extra_state(self) -> dict[str, Any]:
+        if self._groups is None:
+            return {}
+        return {"reset_groups": self._groups.state_dict(self._env)}
+
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         warnings.warn(
             f"{self.name}: gymnasium's env state cannot be restored; the copies go on from "
             "their current state with the saved episode statistics",
             stacklevel=3,
         )
+        if self._groups is not None:  # their next episodes start as in the saved run
+            self._groups.load_state_dict(self._env, state.get("reset_groups", {}))
 
     # The hooks below are unused: reset() and step() talk to gymnasium directly.
     def _reset_state(self, mask: Tensor | None) -> None:

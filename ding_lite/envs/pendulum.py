@@ -50,6 +50,7 @@ class PendulumEnv(PooledStateEnv):
         g: float = 10.0,
         dtype: torch.dtype = torch.float32,
         observe: str = "full",
+        reset_group_size: int = 1,
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -62,9 +63,13 @@ class PendulumEnv(PooledStateEnv):
             dtype: Dtype of the physical state; float64 reproduces gymnasium's numbers.
             observe: ``"full"`` (cos, sin and the angular velocity) or ``"position"`` (cos
                 and sin only: the task then needs memory).
+            reset_group_size: Copies ``i`` with equal ``i // reset_group_size`` start their
+                k-th episodes (counted since the last full reset) from the same state; 1: every
+                copy draws its own (see :mod:`ding_lite.envs.reset_groups`).
 
         Raises:
-            ValueError: an unknown ``observe``.
+            ValueError: an unknown ``observe``, or a ``reset_group_size`` that is not a
+                positive int dividing ``num_envs``.
         """
         self._position_only = observes_position_only(self.name, observe)
         super().__init__(
@@ -77,7 +82,10 @@ class PendulumEnv(PooledStateEnv):
         )
         self.g = g
         self._init_pooled_state(
-            low=(-INIT_THETA, -INIT_THETA_DOT), high=(INIT_THETA, INIT_THETA_DOT), dtype=dtype
+            low=(-INIT_THETA, -INIT_THETA_DOT),
+            high=(INIT_THETA, INIT_THETA_DOT),
+            dtype=dtype,
+            group_size=reset_group_size,
         )
 
     def _step_physics(self, action: Tensor) -> tuple[Tensor, Tensor]:

@@ -63,6 +63,9 @@ class ActorCritic(PolicyHead):
             the actor's first. The state is carried by the caller (see :meth:`step` and
             :meth:`forward`).
         core_size: Hidden size of the recurrent core.
+        critic: Build a critic (value head, and its own trunk unless shared). Without one,
+            for critic-free estimators, every value is 0 and the model holds no critic
+            parameter at all.
 
     Raises:
         ValueError: For an unknown activation or core, an unsupported or empty action space,
@@ -86,6 +89,7 @@ class ActorCritic(PolicyHead):
         return_norm: bool = False,
         core: str = "none",
         core_size: int = 128,
+        critic: bool = True,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
@@ -97,6 +101,8 @@ class ActorCritic(PolicyHead):
         if flat_dim < 1:
             raise ValueError(f"observation shape {shape} is empty")
         self.action_space = action_space
+        self.critic = bool(critic)
+        share_encoder = share_encoder or not critic  # no critic trunk to build
         self.share_encoder = share_encoder
         hidden_sizes = tuple(int(h) for h in hidden_sizes)
         feat_dim = hidden_sizes[-1] if hidden_sizes else flat_dim
@@ -120,8 +126,8 @@ class ActorCritic(PolicyHead):
 
         self._kind, head_dim, log_std_cols = self._plan_heads(action_space, state_dependent_std)
         self.policy_head = layer_init(nn.Linear(feat_dim, head_dim), 0.01, ortho_init)
-        self.value_head = layer_init(nn.Linear(feat_dim, 1), 1.0, ortho_init)
-        if zero_init_value:
+        self.value_head = layer_init(nn.Linear(feat_dim, 1), 1.0, ortho_init) if critic else None
+        if zero_init_value and self.value_head is not None:
             nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)
         if log_std_cols is not None:
@@ -197,6 +203,8 @@ class ActorCritic(PolicyHead):
 
     def _value(self, h_v: Tensor) -> Tensor:
         head = self.value_head
+        if head is None:
+            return h_v.new_zeros(h_v.shape[0])
         return F.linear(h_v, head.weight, head.bias).squeeze(-1)
 
     @property
@@ -213,7 +221,7 @@ class ActorCritic(PolicyHead):
 
     def initial_state(self, batch: int, device: str | torch.device | None = None) -> Tensor:
         """The state every episode starts from: zeros ``[batch, state_size]``."""
-        weight = self.value_head.weight
+        weight = self.policy_head.weight
         device = weight.device if device is None else device
         return torch.zeros(batch, self.state_size, device=device, dtype=weight.dtype)
 
@@ -290,7 +298,9 @@ class ActorCritic(PolicyHead):
         self, obs: Tensor, state: Tensor | None = None, episode_start: Tensor | None = None
     ) -> Tensor:
         """Returns V(obs), shape [B]; runs only the critic (and shared trunk). With a core,
-        ``state`` and ``episode_start`` as in :meth:`forward`."""
+        ``state`` and ``episode_start`` as in :meth:`forward`. Without a critic: zeros."""
+        if self.value_head is None:
+            return obs.new_zeros(obs.shape[0])
         if self.core is not None:
             return self._value(self._critic_features(*self._segments(obs, state, episode_start)))
         if self._flatten:

@@ -19,7 +19,7 @@ def build_model(
         **model_cfg: Keyword options of :class:`ActorCritic` (``hidden_sizes``,
             ``activation``, ``share_encoder``, ``log_std_init``, ``state_dependent_std``,
             ``zero_init_value``, ``ortho_init``, ``obs_norm``, ``obs_clip``, ``core``,
-            ``core_size``) and
+            ``core_size``, ``critic``) and
             ``return_norm`` (set by the policy from ``policy.learn.reward_scale``).
 
     Returns:
@@ -46,5 +46,6 @@ MODEL_OPTIONS = (
     "obs_clip",
     "core",
     "core_size",
+    "critic",
 )
 """Keyword options :func:`build_model` accepts."""

@@ -10,6 +10,7 @@ gives the statistics of the whole, so N collectors and one process agree.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 
@@ -110,3 +111,15 @@ class RunningNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"shape={self.shape}, clip={self.clip}"
+
+
+def first_statistics(obs_rms: RunningNorm, obs: Tensor) -> RunningNorm:
+    """Statistics for a policy version that has none yet: those of the observations at
+    hand, so the first rollout is normalized too (and normalization is invariant to an
+    affine change of the observations from the first step on). A dimension that does not
+    vary in them is only centred. The policy's own statistics stay empty until the learner
+    merges the rollouts' summaries."""
+    first = copy.deepcopy(obs_rms)
+    first.merge(first.summarize(obs))
+    first.m2.masked_fill_(first.m2 == 0, float(first.count))  # variance 1
+    return first

@@ -28,7 +28,14 @@ class LearnMode:
         """The policy this mode belongs to."""
         return self._policy
 
-    def forward(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
+    def prepare(self, data: Any) -> Any:
+        """The advantage step: turns collected rollouts (one, or a list) into the batch
+        :meth:`forward` trains on. A learner times it apart from the update
+        (``perf/advantage_s``); :meth:`forward` also takes unprepared rollouts."""
+        prepare = getattr(self._policy, "_prepare_learn", None)  # a policy may have none
+        return data if prepare is None else prepare(data)
+
+    def forward(self, data: Any) -> dict[str, float]:
         """Runs one iteration's update on ``data``; returns scalars to log."""
         return self._policy._forward_learn(data)
 
@@ -135,6 +142,10 @@ class Policy(ABC):
 
     @abstractmethod
     def _forward_learn(self, data: dict[str, torch.Tensor]) -> dict[str, float]: ...
+
+    def _prepare_learn(self, data: Any) -> Any:
+        """What :meth:`LearnMode.prepare` returns; this default: ``data`` as it is."""
+        return data
 
     @abstractmethod
     def _forward_collect(

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import copy
 import math
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from ding_lite.envs.spaces import ActionSpace, space_to_dict
+from ding_lite.envs.spaces import ActionSpace
 from ding_lite.model import build_model
 from ding_lite.model.normalizer import RunningNorm
+from ding_lite.policy.advantages import AdvantageStep, kl_controller
 from ding_lite.policy.base import POLICY_REGISTRY, Policy
+from ding_lite.policy.build import model_arch
 from ding_lite.policy.ppo_update import (
     TERMS,
     LossTerms,
@@ -25,7 +26,6 @@ from ding_lite.policy.ppo_update import (
 )
 from ding_lite.rl_utils import ClipRanges, get_adv_estimator, get_policy_loss
 from ding_lite.utils.distributed import all_mean_, average_gradients, world
-from ding_lite.utils.errors import CheckpointError
 
 
 @POLICY_REGISTRY.register("ppo")
@@ -68,8 +68,18 @@ class PPOPolicy(Policy):
         self._total_iters = total_iters
         self._iter = 0
         self._kl_coef = float(learn.kl_coef)
+        self._advantages = AdvantageStep(
+            self._adv_estimator,
+            gamma=cfg.collect.gamma,
+            lam=cfg.collect.gae_lambda,
+            n_steps=cfg.collect.n_steps,
+            horizon=learn.bptt_horizon,
+            norm_by_std=learn.get("norm_by_std", True),
+            kl=kl_controller(learn.get("kl_in_reward", {})),
+        )
+        self._data_info: dict[str, float] = {}  # the advantage step's, for the next update
         self._ref_model: nn.Module | None = None
-        if self._kl_coef > 0:
+        if self._kl_coef > 0 or self._advantages.kl is not None:
             self._ref_model = copy.deepcopy(self.model).requires_grad_(False)
         self._deterministic_eval = cfg.eval.deterministic
         self.skipped_steps = 0
@@ -107,7 +117,8 @@ class PPOPolicy(Policy):
 
     @property
     def adv_estimator(self):
-        """The advantage estimator the collector should use (``.fn``, ``.normalize``)."""
+        """The advantage estimator of the learner's advantage step (``.fn``,
+        ``.normalize``, ``.episodic``); a collector ships episode numbers when episodic."""
         return self._adv_estimator
 
     def _learning_rate(self) -> float:
@@ -125,11 +136,43 @@ class PPOPolicy(Policy):
         own = learn.get("value_clip_range")
         return learn.clip_ratio if own is None else float(own)
 
-    def _forward_learn(self, data: dict[str, torch.Tensor]) -> dict[str, float]:
-        """One PPO update on ``data``, then the rollouts' statistics summaries are merged
+    def _prepare_learn(self, data: Any) -> dict[str, torch.Tensor]:
+        """The advantage step on one rollout or a list of them (a parallel learn task's
+        files), concatenated into one batch; a batch that has ``adv`` passes as it is."""
+        rollouts = data if isinstance(data, list) else [data]
+        batches, infos = [], []
+        for rollout in rollouts:
+            if "adv" in rollout:
+                batches.append(rollout)
+                continue
+            batch, info = self._advantages(rollout, self._ref_logp)
+            batches.append(batch)
+            infos.append(info)
+        if infos:
+            self._data_info = {k: sum(i[k] for i in infos) / len(infos) for k in infos[0]}
+            for last in ("charts/kl_reward_coef", "data/pending_steps"):
+                if last in infos[-1]:
+                    self._data_info[last] = infos[-1][last]
+        if len(batches) == 1:
+            return batches[0]
+        return {k: torch.cat([b[k] for b in batches]) for k in batches[0]}
+
+    @torch.no_grad()
+    def _ref_logp(self, data: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Log-probs of a rollout's actions under the reference policy."""
+        assert self._ref_model is not None
+        memory = (data["core_state"], data["episode_start"]) if "core_state" in data else ()
+        return self._ref_model.get_dist(data["obs"], *memory).log_prob(data["action"])
+
+    def _forward_learn(self, data: Any) -> dict[str, float]:
+        """One PPO update on ``data`` (a prepared batch, or rollouts: then the advantage
+        step runs first), then the rollouts' statistics summaries are merged
         (``obs_norm_update`` / ``ret_norm_update``, one row per rollout): the next policy
         version carries them, while this update used the observations as stored."""
-        info = self._update(data)
+        if isinstance(data, list) or "adv" not in data:
+            data = self._prepare_learn(data)
+        info = {**self._update(data), **self._data_info}
+        self._data_info = {}
         for key, rms in (("obs_norm_update", self.obs_rms), ("ret_norm_update", self.ret_rms)):
             if rms is not None and key in data:
                 rms.merge(data[key])
@@ -241,7 +284,8 @@ class PPOPolicy(Policy):
             "clipfrac": means["clipfrac"],
             "kl_ref": means["kl_ref"],
             "kl_coef": kl_coef,
-            **batch_stats(data),  # explained_variance, data/advantage_mean, data/advantage_std
+            # explained_variance, data/advantage_mean, data/advantage_std
+            **batch_stats(data, critic=getattr(self.model, "critic", True)),
             "grad_norm": float(norms[torch.isfinite(norms)].mean()) if len(norms) else 0.0,
             "learning_rate": lr,
             "minibatches": float(len(kept)),
@@ -319,8 +363,9 @@ class PPOPolicy(Policy):
         return action, state
 
     def state_dict(self) -> dict[str, Any]:
-        """Model, optimizer, LR-schedule and KL-penalty state (tensors and numbers only), and
-        the model's ``arch`` (see :func:`model_arch`)."""
+        """Model, optimizer, LR-schedule and KL-penalty state (tensors and numbers only), the
+        model's ``arch`` (see :func:`~ding_lite.policy.build.model_arch`), and the advantage
+        step's held-back steps and KL-in-reward coefficient when it has them."""
         state: dict[str, Any] = {
             "arch": self.arch,
             "model": self.model.state_dict(),
@@ -331,6 +376,8 @@ class PPOPolicy(Policy):
         }
         if self._ref_model is not None:
             state["ref_model"] = self._ref_model.state_dict()
+        if self._advantages.estimator.episodic or self._advantages.kl is not None:
+            state["advantage_step"] = self._advantages.state_dict()  # held-back steps, KL coef
         return state
 
     def load_state_dict(self, state: dict[str, Any], model_only: bool = False) -> None:
@@ -345,56 +392,5 @@ class PPOPolicy(Policy):
         self.skipped_steps = int(state.get("skipped_steps", 0))
         if self._ref_model is not None and "ref_model" in state:
             self._ref_model.load_state_dict(state["ref_model"])
-
-
-def model_arch(
-    obs_shape: tuple[int, ...], action_space: ActionSpace, options: dict[str, Any]
-) -> dict[str, Any]:
-    """The plain-data description of a model saved in checkpoints: observation shape,
-    action space and ``build_model`` options, so the model can be rebuilt without an env."""
-    plain = {k: list(v) if isinstance(v, tuple | list) else v for k, v in options.items()}
-    return {
-        "obs_shape": [int(obs_shape)]
-        if isinstance(obs_shape, int)
-        else [int(s) for s in obs_shape],
-        "action_space": space_to_dict(action_space),
-        "options": plain,
-    }
-
-
-def create_policy(cfg: Any, **kwargs: Any) -> Policy:
-    """Builds the policy named by ``cfg.type`` from the registry."""
-    return POLICY_REGISTRY.get(cfg.type)(cfg, **kwargs)
-
-
-def policy_from_checkpoint(
-    cfg: Any,
-    path: Path,
-    state: dict[str, Any],
-    *,
-    obs_shape: tuple[int, ...],
-    action_space: ActionSpace,
-    device: Any,
-) -> Policy:
-    """Builds the policy ``cfg.policy`` describes and loads a checkpoint's model into it.
-
-    Args:
-        cfg: a resolved config (its ``policy`` section is read).
-        path: the checkpoint file (for messages).
-        state: its content, as ``read_checkpoint`` in ``ding_lite.worker.learner`` returns it.
-        obs_shape: shape of one observation of the env the policy acts in.
-        action_space: that env's action space.
-        device: where the model lives.
-
-    Raises:
-        CheckpointError: the checkpoint's model does not fit ``cfg.policy`` and the env.
-    """
-    policy = create_policy(
-        cfg.policy, obs_shape=obs_shape, action_space=action_space, device=device
-    )
-    try:
-        policy.load_state_dict(state["policy"], model_only=True)
-    except (RuntimeError, KeyError) as err:
-        first = str(err).strip().splitlines()[0]
-        raise CheckpointError(f"checkpoint {path} does not fit this experiment: {first}") from None
-    return policy
+        if "advantage_step" in state:
+            self._advantages.load_state_dict(state["advantage_step"])

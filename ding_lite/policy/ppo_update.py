@@ -217,6 +217,8 @@ def minibatches(
         :class:`Minibatch` of ``mb_size // ranks`` samples each.
     """
     per_mb = mb_size // horizon  # segments per minibatch
+    if per_mb == 0:  # an empty batch (episode-level estimators may have none ready)
+        return
     part = per_mb // ranks  # of them on each rank
     steps = torch.arange(horizon, device=order.device)
     for start in range(0, order.shape[0] - per_mb + 1, per_mb):
@@ -283,7 +285,10 @@ def loss_terms(
     clipfrac = metrics.pop("clipfrac", None)
     if clipfrac is None:
         clipfrac = torch.full((), math.nan, device=kl.device)
-    v_loss = ppo_value_loss(newvalue, mb.value, mb.ret, value_clip_range)
+    if getattr(model, "critic", True):
+        v_loss = ppo_value_loss(newvalue, mb.value, mb.ret, value_clip_range)
+    else:  # no value head: nothing to fit
+        v_loss = torch.zeros((), device=newvalue.device)
     kl_ref = torch.zeros((), device=newvalue.device)
     if ref_model is not None:
         with torch.no_grad():
@@ -318,14 +323,20 @@ def mean_terms(kept: list[LossTerms]) -> dict[str, float]:
     return dict(zip(names, all_mean_(torch.stack(rows).mean(0)).tolist(), strict=True))
 
 
-def batch_stats(data: dict[str, Tensor]) -> dict[str, float]:
+def batch_stats(data: dict[str, Tensor], critic: bool = True) -> dict[str, float]:
     """What the update logs of the batch itself: the critic's ``explained_variance`` of the
-    value targets, and the advantages' mean and standard deviation as the estimator gave
-    them (before any per-minibatch normalization), as ``data/advantage_mean`` and
-    ``data/advantage_std``."""
+    value targets (NaN without a critic), and the advantages' mean and standard deviation
+    as the estimator gave them (before any per-minibatch normalization), as
+    ``data/advantage_mean`` and ``data/advantage_std``; all NaN for an empty batch."""
     adv = data["adv"]
+    if not adv.numel():
+        return dict.fromkeys(
+            ("explained_variance", "data/advantage_mean", "data/advantage_std"), math.nan
+        )
     return {
-        "explained_variance": explained_variance(data["value"], data["ret"]),
+        "explained_variance": explained_variance(data["value"], data["ret"])
+        if critic
+        else math.nan,
         "data/advantage_mean": float(adv.mean()),
         "data/advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
     }

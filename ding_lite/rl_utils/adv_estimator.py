@@ -1,8 +1,14 @@
 """A registry of advantage estimators, so configs can name one (``adv_estimator: gae``).
 
-An estimator is a function with the signature of :func:`~ding_lite.rl_utils.gae.gae`
-returning ``(advantages, returns)``, plus a flag telling the PPO update whether to
-normalize advantages per minibatch.
+Two kinds:
+
+- *step-level* (GAE): a function with the signature of :func:`~ding_lite.rl_utils.gae.gae`
+  over a rollout's [T, B] tensors, returning ``(advantages, returns)``;
+- *episode-level* (``episodic=True``; REINFORCE++, GRPO, RLOO, see
+  :mod:`~ding_lite.rl_utils.critic_free`): a function over whole episodes laid end to end,
+  which also receives each step's group key.
+
+Each carries a flag telling the PPO update whether to normalize advantages per minibatch.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from torch import Tensor
 
 from ding_lite.utils.registry import Registry
 
+from .critic_free import grpo, reinforce_pp, rloo
 from .gae import gae_with_returns
 
 AdvFn = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, float, float], tuple[Tensor, Tensor]]
@@ -27,21 +34,35 @@ class AdvEstimator:
 
     Attributes:
         name: The name it is registered under.
-        fn: ``fn(rewards, values, next_values, terminated, dones, gamma, lam)`` taking
-            [T, B] tensors and returning ``(advantages, returns)``, both [T, B].
+        fn: Step-level: ``fn(rewards, values, next_values, terminated, dones, gamma, lam)``
+            taking [T, B] tensors and returning ``(advantages, returns)``, both [T, B].
+            Episode-level: ``fn(rewards, dones, groups, gamma, *, norm_by_std)`` over whole
+            episodes end to end (see :data:`~ding_lite.rl_utils.critic_free.EpisodicFn`).
         normalize: Whether the PPO update normalizes advantages per minibatch.
+        episodic: An episode-level estimator: advantages are computed once an episode (and
+            its group) is complete, and no value network is needed.
+        grouped: It compares the episodes of a group, so it needs ``env.reset_group_size``
+            above 1 (GRPO, RLOO).
     """
 
     name: str
     fn: AdvFn
     normalize: bool
+    episodic: bool = False
+    grouped: bool = False
 
 
 ADV_ESTIMATOR_REGISTRY: Registry[AdvEstimator] = Registry("advantage estimator")
 
 
 def register_adv_estimator(
-    name: str, fn: AdvFn | None = None, normalize: bool = True, *, force: bool = False
+    name: str,
+    fn: AdvFn | None = None,
+    normalize: bool = True,
+    *,
+    force: bool = False,
+    episodic: bool = False,
+    grouped: bool = False,
 ) -> Any:
     """Registers an advantage estimator under ``name``; without ``fn``, a decorator.
 
@@ -56,6 +77,8 @@ def register_adv_estimator(
         normalize: Whether the PPO update normalizes this estimator's advantages per
             minibatch.
         force: Replace an estimator already registered under ``name`` instead of raising.
+        episodic: ``fn`` is episode-level (see :class:`AdvEstimator`).
+        grouped: ``fn`` compares the episodes of a group (implies ``episodic``).
 
     Returns:
         The registered :class:`AdvEstimator`; the decorator form returns the decorated
@@ -70,7 +93,13 @@ def register_adv_estimator(
     def add(fn: AdvFn) -> AdvEstimator:
         if not callable(fn):
             raise TypeError(f"advantage estimator {name!r}: fn must be callable; got {fn!r}")
-        estimator = AdvEstimator(name=name, fn=fn, normalize=bool(normalize))
+        estimator = AdvEstimator(
+            name=name,
+            fn=fn,
+            normalize=bool(normalize),
+            episodic=bool(episodic or grouped),
+            grouped=bool(grouped),
+        )
         return ADV_ESTIMATOR_REGISTRY.register(name, estimator, force=force)
 
     if fn is None:
@@ -87,7 +116,8 @@ def get_adv_estimator(name: str) -> AdvEstimator:
     """Looks up a registered advantage estimator.
 
     Args:
-        name: A registered name, e.g. ``"gae"`` or ``"gae_no_norm"``.
+        name: A registered name, e.g. ``"gae"``, ``"gae_no_norm"``, ``"reinforce_pp"``,
+            ``"grpo"`` or ``"rloo"``.
 
     Returns:
         The :class:`AdvEstimator`.
@@ -106,3 +136,6 @@ def list_adv_estimators() -> list[str]:
 
 register_adv_estimator("gae", gae_with_returns, normalize=True)
 register_adv_estimator("gae_no_norm", gae_with_returns, normalize=False)
+register_adv_estimator("reinforce_pp", reinforce_pp, normalize=False, episodic=True)
+register_adv_estimator("grpo", grpo, normalize=False, grouped=True)
+register_adv_estimator("rloo", rloo, normalize=False, grouped=True)

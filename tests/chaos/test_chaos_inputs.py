@@ -76,7 +76,8 @@ def test_rollout_file_with_the_wrong_observation_shape_is_rejected(chaos):
     bad = {
         "obs": torch.zeros(n, 7),
         "action": torch.zeros(n, dtype=torch.long),
-        **{key: torch.zeros(n) for key in ("logp", "value", "adv", "ret")},
+        **{key: torch.zeros(n) for key in ("logp", "value", "reward", "next_value")},
+        **{key: torch.zeros(n, dtype=torch.bool) for key in ("terminated", "done")},
     }
     meta = write_rollout(chaos.dir / "data", "collector0", 99_999_999, bad, policy_version=version)
     assert chaos.finish(proc, 100) == 0, chaos.report()

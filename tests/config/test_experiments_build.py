@@ -15,8 +15,9 @@ def test_training_and_evaluation_envs_build(name):
     """The evaluation env is env.kwargs with evaluator.env_kwargs over them (a self-play
     run plays CrankAgent in its evaluation env)."""
     cfg = compile_config(name)
-    train = build_env(cfg, 2, "cpu", 0)
-    evaluation = build_env(cfg, 2, "cpu", 0, evaluation=True)
+    num_envs = 2 * cfg.env.reset_group_size  # whole reset groups (cartpole_grpo: 8 copies)
+    train = build_env(cfg, num_envs, "cpu", 0)
+    evaluation = build_env(cfg, num_envs, "cpu", 0, evaluation=True)
     assert train.obs_shape == evaluation.obs_shape
     assert repr(train.action_space) == repr(evaluation.action_space)
     if name == "aircombat_selfplay_ppo":

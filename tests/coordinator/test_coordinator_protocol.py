@@ -197,8 +197,10 @@ def test_learner_skips_an_unreadable_rollout_file(tmp_path):
             "action": torch.zeros(64, dtype=torch.long),
             "logp": torch.zeros(64),
             "value": torch.zeros(64),
-            "adv": torch.ones(64),
-            "ret": torch.ones(64),
+            "reward": torch.ones(64),
+            "next_value": torch.zeros(64),
+            "terminated": torch.zeros(64, dtype=torch.bool),
+            "done": torch.zeros(64, dtype=torch.bool),
         }
         good = write_rollout(tmp_path / "data", "c0", 0, data, policy_version=0)
         bad = dict(good, path=str(tmp_path / "data" / "c0" / "broken.pt"))

@@ -20,8 +20,10 @@ def content(n=8, version=3, **changes):
         "action": torch.randint(0, 2, (n,)),
         "logp": torch.randn(n),
         "value": torch.randn(n),
-        "adv": torch.randn(n),
-        "ret": torch.randn(n),
+        "reward": torch.randn(n),
+        "next_value": torch.randn(n),
+        "terminated": torch.rand(n) < 0.1,
+        "done": torch.rand(n) < 0.2,
     }
     for key, value in changes.items():
         if value is None:
@@ -39,17 +41,11 @@ def test_the_probed_spec_is_what_a_collector_writes(experiment):
         cfg.policy, obs_shape=probe.obs_shape, action_space=probe.action_space, device="cpu"
     )
     rng = torch.get_rng_state()
-    spec = probe_rollout_spec(probe, policy.collect_mode)
+    spec = probe_rollout_spec(probe, policy.collect_mode, n_steps=5)
     assert torch.equal(torch.get_rng_state(), rng)  # probing changes no run
+    assert spec.n_steps == 5
     env = build_env(cfg, 3, "cpu", 1)
-    collector = SerialCollector(
-        env,
-        policy.collect_mode,
-        n_steps=5,
-        gamma=0.99,
-        gae_lambda=0.95,
-        adv_estimator=policy.adv_estimator,
-    )
+    collector = SerialCollector(env, policy.collect_mode, n_steps=5, gamma=0.99)
     rollout = {"policy_version": 0, "data": collector.collect()}
     validate_rollout(rollout, spec, 15, path="x.pt", expected_version=0)
     assert {*spec.fields, *spec.stats} == set(rollout["data"])
@@ -63,8 +59,9 @@ def test_a_valid_rollout_passes():
 @pytest.mark.parametrize(
     "changes,size,problem",
     [
-        ({"adv": None}, 8, "missing key 'adv'"),
-        ({"reward": torch.zeros(8)}, 8, "unexpected key 'reward'"),
+        ({"reward": None}, 8, "missing key 'reward'"),
+        ({"done": None}, 8, "missing key 'done'"),
+        ({"adv": torch.zeros(8)}, 8, "unexpected key 'adv'"),
         ({"obs": torch.randn(8, 5)}, 8, r"'obs' has shape \(8, 5\), expected \(samples, 4\)"),
         ({"obs": torch.randn(8)}, 8, "'obs' has shape"),
         ({"action": torch.zeros(8, 1, dtype=torch.long)}, 8, r"expected \(samples\)"),
@@ -72,7 +69,13 @@ def test_a_valid_rollout_passes():
         ({"action": torch.zeros(8)}, 8, "'action' has dtype torch.float32, expected torch.int64"),
         ({"value": torch.zeros(7)}, 8, "inconsistent lengths: 'obs' has 8 samples, 'value' 7"),
         ({}, 16, "holds 8 samples, its name says 16"),
-        ({"ret": torch.tensor([0.0] * 7 + [float("nan")])}, 8, "'ret' holds non-finite values"),
+        ({"reward": torch.tensor([0.0] * 7 + [float("nan")])}, 8, "'reward' holds non-finite"),
+        ({"next_value": torch.full((8,), float("-inf"))}, 8, "'next_value' holds non-finite"),
+        (
+            {"terminated": torch.zeros(8)},
+            8,
+            "'terminated' has dtype torch.float32, expected torch.bool",
+        ),
         ({"obs": torch.full((8, 4), float("inf"))}, 8, "'obs' holds non-finite"),
         ({"logp": [0.0] * 8}, 8, "'logp' is not a dense tensor"),
         ({"logp": torch.zeros(8).to_sparse()}, 8, "'logp' is not a dense tensor"),
@@ -96,3 +99,33 @@ def test_the_version_must_match_the_name():
 def test_data_that_is_no_dict_is_invalid():
     with pytest.raises(InvalidRolloutError, match="not a dict of tensors"):
         validate_rollout({"data": [1, 2]}, CARTPOLE, 2)
+
+
+def test_a_file_of_partial_env_copies_is_refused():
+    """A rollout is n_steps steps of every env copy: a sample count that is no multiple of
+    n_steps cannot be one, even when its name states it."""
+    spec = rollout_spec((4,), (), torch.int64, n_steps=4)
+    validate_rollout(content(n=8), spec, 8)
+    with pytest.raises(
+        InvalidRolloutError, match="holds 6 samples, not 4 steps of whole env copies"
+    ):
+        validate_rollout(content(n=6), spec, 6, path="data/c0/f.pt")
+
+
+@pytest.mark.parametrize("key", ["episode", "group"])
+def test_episode_numbers_and_groups_must_be_small_and_non_negative(key):
+    """An episode-level estimator's fields: int64 per sample, values in [0, 2**31 - 1]."""
+    spec = rollout_spec((4,), (), torch.int64, episodes=True)
+    assert spec.fields[key].dtype == torch.int64
+    index = {"episode": torch.arange(8) // 3, "group": torch.zeros(8, dtype=torch.long)}
+    validate_rollout(content(**index), spec, 8)
+    with pytest.raises(InvalidRolloutError, match=f"missing key '{key}'"):
+        validate_rollout(content(**{k: v for k, v in index.items() if k != key}), spec, 8)
+    negative = index[key].clone()
+    negative[5] = -1
+    with pytest.raises(InvalidRolloutError, match=f"'{key}' holds values outside"):
+        validate_rollout(content(**{**index, key: negative}), spec, 8)
+    huge = index[key].clone()
+    huge[0] = 2**31
+    with pytest.raises(InvalidRolloutError, match=f"'{key}' holds values outside"):
+        validate_rollout(content(**{**index, key: huge}), spec, 8)

@@ -17,7 +17,6 @@ from ding_lite.entry.cli import main as cli_main
 from ding_lite.envs import Box, Discrete, MultiDiscrete, create_env
 from ding_lite.envs.from_config import build_env
 from ding_lite.model import MultiCategoricalDist, build_model
-from ding_lite.rl_utils import get_adv_estimator
 from ding_lite.utils.errors import ConfigError
 from ding_lite.worker.collector.serial_collector import SerialCollector
 
@@ -262,14 +261,7 @@ def test_collector_stores_the_sampled_unclipped_action_and_its_log_prob():
     torch.manual_seed(0)
     env = create_env(f"gym:{BOX_ID}", 3, seed=0)
     model = build_model(env.obs_shape, env.action_space, log_std_init=1.5)  # std ~4.5
-    collector = SerialCollector(
-        env,
-        _CollectMode(model),
-        n_steps=4,
-        gamma=0.99,
-        gae_lambda=0.95,
-        adv_estimator=get_adv_estimator("gae"),
-    )
+    collector = SerialCollector(env, _CollectMode(model), n_steps=4, gamma=0.99)
     data = collector.collect()
     action, obs = data["action"], data["obs"]
     assert (action.abs() > 1).any()  # sampled far outside the bounds, and stored so

@@ -77,6 +77,8 @@ def _space(exp: str) -> tuple[tuple[int, ...], Any]:
 
 
 def _batch(policy: PPOPolicy, obs_shape: tuple[int, ...]) -> dict[str, torch.Tensor]:
+    """A prepared batch (with ``adv`` and ``ret``, as the advantage step returns one): fixed
+    advantages far from normalized, independent of the advantage estimator."""
     g = torch.Generator().manual_seed(1)
     raw = torch.randn(BATCH, *obs_shape, generator=g) * 2 + 0.5
     obs = policy.obs_rms.normalize(raw) if policy.obs_rms is not None else raw
@@ -126,7 +128,9 @@ def run_case(name: str) -> dict[str, Any]:
         torch.manual_seed(2)  # the minibatch order
         states, infos = [], []
         for _ in range(ITERATIONS):
-            infos.append(policy.learn_mode.forward(data))
+            # As a learner's iteration: the advantage step (a batch that has its ``adv``
+            # already passes through it as it is), then the update.
+            infos.append(policy.learn_mode.forward(policy.learn_mode.prepare(data)))
             states.append(model_state(policy.model))
     finally:
         torch.set_num_threads(threads)

@@ -63,14 +63,29 @@ def test_segments_are_consecutive_steps_of_one_copy_and_the_state_resets_at_epis
     """With horizon 8 the rows are the horizon-1 rows reordered segment by segment; each
     episode_start follows a done of the same copy; the state stored at a segment that starts
     an episode is the carried one (zeroed by the core, not by the collector)."""
-    one, _ = _collect(horizon=1)
-    eight, _ = _collect(horizon=8)
+    one, policy_one = _collect(horizon=1)
+    eight, policy_eight = _collect(horizon=8)
     T, B, H = 24, 3, 8
     for a, b in zip(one, eight, strict=True):
-        for key in ("obs", "action", "logp", "value", "adv", "ret", "episode_start"):
-            by_time = a[key].view(T, B, *a[key].shape[1:])
+        # The advantage step's adv and ret, in the rollouts' row order.
+        a_batch, b_batch = policy_one.learn_mode.prepare(a), policy_eight.learn_mode.prepare(b)
+        for key in (
+            "obs",
+            "action",
+            "logp",
+            "value",
+            "reward",
+            "next_value",
+            "terminated",
+            "done",
+            "adv",
+            "ret",
+            "episode_start",
+        ):
+            x, y = (a_batch, b_batch) if key in ("adv", "ret") else (a, b)
+            by_time = x[key].view(T, B, *x[key].shape[1:])
             expect = by_time.unflatten(0, (T // H, H)).movedim(2, 0).flatten(0, 2)
-            assert torch.equal(expect, b[key]), key
+            assert torch.equal(expect, y[key]), key
         starts = a["episode_start"].view(T, B)
         # An episode starts at the step after one ended, in the same copy.
         assert torch.equal(starts[1:], a["dones"][:-1]) and bool(starts[1:].any())

@@ -20,8 +20,9 @@ from ding_lite.envs.aircombat.observe import OBS_DIM, Observation, swap, swap_in
 from ding_lite.envs.aircombat.resets import Resets
 from ding_lite.envs.aircombat.selfplay import SelfPlay
 from ding_lite.envs.aircombat.slots import MISSILE_FIELDS, MissileSlots, missile_field
-from ding_lite.envs.autoreset import ResetPool
+from ding_lite.envs.autoreset import make_reset_source
 from ding_lite.envs.base import StepResult, TensorVectorEnv
+from ding_lite.envs.reset_groups import check_reset_group_size
 from ding_lite.envs.spaces import Box, Hybrid
 
 _STATE_KEYS = (
@@ -91,6 +92,7 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
         throttle: float | None = None,
         opponent_kwargs: dict[str, Any] | None = None,
         survival_reward: float | None = None,
+        reset_group_size: int = 1,
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -116,11 +118,14 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
                 ``zero_sum``); None: ``SURVIVAL_REWARD``. In self-play 0 takes away what a
                 truce pays: two copies of one policy that both hold fire then gain nothing
                 by it.
+            reset_group_size: Copies ``i`` with equal ``i // reset_group_size`` start their
+                k-th episodes from the same positions and headings (the opponent's own
+                randomness aside); 1: off (see :mod:`ding_lite.envs.reset_groups`).
 
         Raises:
             ValueError: an unknown ``reward``, ``"zero_sum"`` without self-play, a
-                ``throttle`` outside ``[0, 1]``, or ``opponent_kwargs`` with
-                ``opponent="self"``.
+                ``throttle`` outside ``[0, 1]``, ``opponent_kwargs`` with
+                ``opponent="self"``, or a ``reset_group_size`` not dividing ``num_envs``.
         """
         if reward not in ("shaped", "zero", "zero_sum"):
             raise ValueError(f"reward must be 'shaped', 'zero' or 'zero_sum', got {reward!r}")
@@ -143,6 +148,7 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
         if throttle is not None and not 0.0 <= float(throttle) <= 1.0:
             raise ValueError(f"throttle must be in [0, 1] or None, got {throttle!r}")
         self.throttle = None if throttle is None else float(throttle)
+        self.reset_group_size = check_reset_group_size(self.name, num_envs, reset_group_size)
         low, high = ((-1.0,), (1.0,)) if throttle is not None else ((-1.0, 0.0), (1.0, 1.0))
         super().__init__(
             num_envs=num_envs,
@@ -185,8 +191,13 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv)
         # Fly only the slots in flight (see _fly_compact) where a host sync costs nothing.
         self._compact = self.device.type == "cpu"
         # Episodes last well over 8 steps, so every reset gets a draw no earlier one used.
-        self._pool = ResetPool(
-            num_envs=n, low=(0.0,) * 6, high=(1.0,) * 6, generator=self.generator, device=dev
+        self._pool = make_reset_source(
+            num_envs=n,
+            group_size=reset_group_size,
+            low=(0.0,) * 6,
+            high=(1.0,) * 6,
+            generator=self.generator,
+            device=dev,
         )
         self._swap_index = swap_index(dev)
         self._sides = torch.tensor([-1.0, 1.0], device=dev)  # P1, P2 on either side of the centre

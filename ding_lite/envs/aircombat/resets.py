@@ -1,9 +1,9 @@
 """Initial states and same-step resets of the air-combat env.
 
 :class:`Resets` holds the env's reset methods: drawing start positions and headings from the
-env's :class:`~ding_lite.envs.autoreset.ResetPool`, and resetting either the copies whose
-episode ended (compact, a few rows, on CPU) or every copy blended by a mask (dense, without
-host syncs, elsewhere).
+env's :class:`~ding_lite.envs.autoreset.ResetPool` (with reset groups, ``GroupedResets``),
+and resetting either the copies whose episode ended (compact, a few rows, on CPU) or every
+copy blended by a mask (dense, without host syncs, elsewhere).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class Resets:
         final_obs = self._obs()  # also this step's P2 obs, new: updated in place below
         obs = final_obs.clone()
         rows = done.nonzero().squeeze(1)
-        self._reset_rows(rows)
+        self._reset_rows(rows, done)
         if rows.numel():
             fields = (self.x, self.y, self.heading, self.speed, self.stock, self.alive)
             fields = tuple(f[rows] for f in fields)
@@ -51,15 +51,16 @@ class Resets:
         xy = torch.addcmul(centre[:, :, None], offset[:, :, None], self._sides)  # [2, K, 2]
         return {"x": xy[0], "y": xy[1], "heading": v[4:6].T * math.pi}
 
-    def _reset_rows(self, rows: Tensor) -> None:
-        """:meth:`_reset_state` for the copies ``rows`` (int64 ``[K]``), written in place."""
+    def _reset_rows(self, rows: Tensor, done: Tensor) -> None:
+        """:meth:`_reset_state` for the copies ``rows`` (int64 ``[K]``), written in place;
+        ``done`` is the same copies as a bool ``[N]`` mask (for the pool)."""
         # The same pool draws as the dense way; missile slots only need their flags cleared
         # (an inactive slot's other fields are never read).
         if not rows.numel():
-            self._pool.advance()
+            self._pool.advance(done)
             return
         drawn = self._draw_starts(self._pool.values[rows].T)
-        self._pool.advance()
+        self._pool.advance(done)
         for key, value in drawn.items():
             getattr(self, key)[rows] = value
         const = self._const
@@ -89,7 +90,7 @@ class Resets:
                 getattr(self, key).zero_()
             self.fired.zero_()
             return
-        self._pool.advance()
+        self._pool.advance(mask)
         # A float 0/1 mask, contiguous [N, 2]: lerp with it is an exact, vectorized select.
         pair = mask[:, None].expand(n, 2).float()
         for key, value in drawn.items():  # a loop over state fields, not over copies

@@ -1,20 +1,22 @@
-"""SerialCollector: rollouts on a TensorVectorEnv, returned with advantages and returns."""
+"""SerialCollector: rollouts on a TensorVectorEnv, returned with what the advantage step needs."""
 
 from __future__ import annotations
 
-import copy
+import functools
 from collections import deque
 from typing import Any
 
 import torch
 
 from ding_lite.envs.buffered import BufferedEnv, split_env
+from ding_lite.model.normalizer import first_statistics
+from ding_lite.policy.advantages import as_rows
 from ding_lite.policy.base import CollectMode
 from ding_lite.utils.stats import count_outcomes
 
 
 class SerialCollector:
-    """Steps ``env`` with the policy's collect mode and computes advantages.
+    """Steps ``env`` with the policy's collect mode; the learner computes the advantages.
 
     The env keeps running across calls: each ``collect()`` continues the episodes the last one
     left. Finished-episode statistics are kept for logging, outcomes (win / loss / draw) too
@@ -26,16 +28,17 @@ class SerialCollector:
             steps it; :meth:`close` closes it.
         policy: the policy's ``collect_mode``.
         n_steps: env steps per copy in one rollout.
-        gamma: discount factor.
-        gae_lambda: GAE lambda.
-        adv_estimator: an estimator from ``ding_lite.rl_utils`` (``.fn`` gives advantages
-            and returns).
+        gamma: discount factor (of the running return that ``reward_scale`` divides by).
         seed: seed of the first env reset.
         stats_window: finished episodes kept for ``recent_returns`` / ``recent_lengths`` /
             ``recent_outcomes``.
         horizon: steps per segment (``policy.learn.bptt_horizon``), a divisor of
             ``n_steps``. Above 1, a rollout's rows are ordered segment by segment (each
             segment ``horizon`` consecutive steps of one copy).
+        episodes: also ship each row's ``episode`` number (per copy, counted from the first
+            reset) and ``group`` (``copy // group_size``), which an episode-level advantage
+            estimator needs (``ding_lite.policy.advantages``).
+        group_size: env copies per reset group (``env.reset_group_size``).
 
     A recurrent policy (``policy.recurrent``) is stepped with its state, one per env copy,
     zeroed where an episode starts; each rollout also holds ``episode_start`` and the state
@@ -61,11 +64,11 @@ class SerialCollector:
         *,
         n_steps: int,
         gamma: float,
-        gae_lambda: float,
-        adv_estimator: Any,
         seed: int = 0,
         stats_window: int = 100,
         horizon: int = 1,
+        episodes: bool = False,
+        group_size: int = 1,
     ) -> None:
         if horizon < 1 or n_steps % horizon:
             raise ValueError(f"n_steps={n_steps} is not a whole number of {horizon}-step segments")
@@ -74,10 +77,12 @@ class SerialCollector:
         self.n_steps = n_steps
         self.horizon = horizon
         self.gamma = gamma
-        self.gae_lambda = gae_lambda
-        self.adv_estimator = adv_estimator
         self.agents = int(getattr(env, "num_agents", 1))
         rows = env.num_envs * self.agents  # policy rows per env step
+        # Each row's episode number and reset group, for an episode-level estimator.
+        self._episode = torch.zeros(rows, dtype=torch.long, device=env.device) if episodes else None
+        copy_of_row = torch.arange(rows, device=env.device) // self.agents
+        self._group = copy_of_row // group_size
         # The envs stepped in turn and the policy rows of each (one group: every row).
         self._groups = env.groups if isinstance(env, BufferedEnv) else [env]
         self._group_rows = BufferedEnv.row_slices(self._groups, self.agents)
@@ -106,7 +111,7 @@ class SerialCollector:
     @classmethod
     def from_config(cls, env: Any, policy: Any, cfg: Any, seed: int) -> SerialCollector:
         """The collector a run's config asks for, on ``env`` with ``policy`` (a Policy:
-        its collect mode acts, its advantage estimator is used).
+        its collect mode acts; an episode-level advantage estimator gets episode numbers).
 
         With ``collector.async_factor`` K > 1, ``env`` is closed and replaced by K envs of
         ``N / K`` copies built from ``cfg`` like it (``split_env``), owned by the collector.
@@ -122,11 +127,11 @@ class SerialCollector:
             policy.collect_mode,
             n_steps=collect.n_steps,
             gamma=collect.gamma,
-            gae_lambda=collect.gae_lambda,
-            adv_estimator=policy.adv_estimator,
             seed=seed,
             stats_window=cfg.collector.stats_window,
             horizon=cfg.policy.learn.bptt_horizon,
+            episodes=policy.adv_estimator.episodic,
+            group_size=cfg.env.get("reset_group_size", 1),
         )
 
     def _alloc(self) -> None:
@@ -149,6 +154,8 @@ class SerialCollector:
         self._b_running_return = torch.empty_like(self._b_rewards) if ret_rms is not None else None
         self._b_actions: torch.Tensor | None = None
         self._b_ep_outcome: torch.Tensor | None = None  # allocated if the env reports outcomes
+        if self._episode is not None:
+            self._b_episode = torch.empty((T, B), dtype=torch.long, device=dev)
         if self.recurrent:  # the state before each step, and where episodes start
             self._b_state = torch.empty((T, *self._state.shape), device=dev)
             self._b_start = torch.empty((T, B), dtype=torch.bool, device=dev)
@@ -162,16 +169,19 @@ class SerialCollector:
         rollout also carries summaries of the raw observations and running returns it saw.
 
         Returns:
-            Flat [T * B, ...] tensors ``obs``, ``action``, ``logp`` (behaviour log-prob),
-            ``value``, ``adv``, ``ret`` for the policy's update (segment by segment when
-            ``horizon`` > 1); a recurrent policy's ``episode_start`` (bool [T * B]) and
-            ``core_state`` ([T * B / horizon, state_size], the state at each segment's
-            start); ``obs_norm_update`` and ``ret_norm_update`` (float64
+            Flat [T * B, ...] tensors (segment by segment when ``horizon`` > 1): ``obs``,
+            ``action``, ``logp`` (behaviour log-prob) and ``value`` for the policy's update,
+            and for its advantage step ``reward`` (scaled with ``reward_scale``),
+            ``next_value`` (the value of the observation after the step, the final one
+            where an episode ended), ``terminated`` and ``done``; with ``episodes``, also
+            ``episode`` and ``group`` (int64); a recurrent policy's ``episode_start`` (bool
+            [T * B]) and ``core_state`` ([T * B / horizon, state_size], the state at each
+            segment's start); ``obs_norm_update`` and ``ret_norm_update`` (float64
             ``[1, summary size]``) with the statistics on.
         """
         obs_rms, ret_rms = _running_stats(self.policy)
         if obs_rms is not None and obs_rms.count == 0:
-            obs_rms = _first_statistics(obs_rms, self._obs)
+            obs_rms = first_statistics(obs_rms, self._obs)
         reward_std = ret_rms.std() if ret_rms is not None else 1.0
         raw = self._obs
         for t in range(self.n_steps):
@@ -196,6 +206,9 @@ class SerialCollector:
             terminated, truncated = self._repeat(terminated), self._repeat(truncated)
             self._b_terminated[t] = terminated
             torch.logical_or(terminated, truncated, out=self._b_dones[t])
+            if self._episode is not None:
+                self._b_episode[t] = self._episode
+                self._episode += self._b_dones[t]
             if self.recurrent:
                 self._episode_start = self._b_dones[t].clone()
             if ret_rms is not None:
@@ -227,15 +240,6 @@ class SerialCollector:
             next_values = self.policy.get_value(final_obs, after, no_start).view(T, B)
         else:
             next_values = self.policy.get_value(final_obs).view(T, B)
-        advantages, returns = self.adv_estimator.fn(
-            self._b_rewards,
-            self._b_values,
-            next_values,
-            self._b_terminated,
-            self._b_dones,
-            self.gamma,
-            self.gae_lambda,
-        )
         self.envstep += T * self.env.num_envs  # env steps, whatever the agents per copy
         mask = self._b_ep_mask
         self.last_returns = self._b_ep_return[mask].tolist()
@@ -246,15 +250,20 @@ class SerialCollector:
             self.last_outcomes = self._b_ep_outcome[mask].tolist()
             self.recent_outcomes.extend(self.last_outcomes)
         self.episodes += len(self.last_returns) // self.agents
-        rows = self._rows
+        rows = functools.partial(as_rows, horizon=self.horizon)
         data = {
             "obs": rows(self._b_obs),
             "action": rows(self._b_actions),
             "logp": rows(self._b_logprobs),
             "value": rows(self._b_values),
-            "adv": rows(advantages, copy=False),
-            "ret": rows(returns, copy=False),
+            "reward": rows(self._b_rewards),
+            "next_value": rows(next_values, copy=False),
+            "terminated": rows(self._b_terminated),
+            "done": rows(self._b_dones),
         }
+        if self._episode is not None:
+            data["episode"] = rows(self._b_episode)
+            data["group"] = rows(self._group.expand(T, B))
         if self.recurrent:
             data["episode_start"] = rows(self._b_start)
             # The state at each segment's start, in the rows' segment order.
@@ -301,15 +310,6 @@ class SerialCollector:
         """The policy's actions ``[N * A, ...]`` as the env takes them, ``[N, A, ...]``."""
         return action if self.agents == 1 else action.unflatten(0, (-1, self.agents))
 
-    def _rows(self, x: torch.Tensor, copy: bool = True) -> torch.Tensor:
-        """``x`` [T, B, ...] as rollout rows: time-major with one-step segments, else
-        segment by segment (copy b's k-th segment is rows ``(b * T / h + k) * h`` onward)."""
-        h = self.horizon
-        if h == 1:
-            flat = x.flatten(0, 1)
-            return flat.clone() if copy else flat
-        return x.unflatten(0, (x.shape[0] // h, h)).movedim(2, 0).flatten(0, 2)
-
     def mean_recent_return(self, last: int = 20) -> float | None:
         """Mean return of the last ``last`` finished episodes (None before any finished)."""
         if not self.recent_returns:
@@ -340,6 +340,7 @@ class SerialCollector:
             "recent_lengths": list(self.recent_lengths),
             "recent_outcomes": list(self.recent_outcomes),
             "running_return": self._running_return.clone(),
+            **({"episode": self._episode.clone()} if self._episode is not None else {}),
             **(
                 {"core_state": self._state.clone(), "episode_start": self._episode_start.clone()}
                 if self.recurrent
@@ -375,6 +376,13 @@ class SerialCollector:
         self.recent_outcomes = deque(state.get("recent_outcomes", ()), maxlen=window)
         if "running_return" in state:  # older checkpoints have none (it was not used)
             self._running_return = state["running_return"].to(self.env.device)
+        if self._episode is not None:
+            if "episode" not in state:
+                raise ValueError(
+                    "the collector state holds no episode numbers: it was saved for a "
+                    "step-level advantage estimator; resume with the same estimator"
+                )
+            self._episode = state["episode"].to(self.env.device)
         if self.recurrent:
             if "core_state" not in state:
                 raise ValueError("the collector state holds no recurrent state for this policy")
@@ -385,15 +393,3 @@ class SerialCollector:
 def _running_stats(policy: Any) -> tuple[Any, Any]:
     """The collect mode's ``(obs_rms, ret_rms)``; None for a policy without them."""
     return getattr(policy, "obs_rms", None), getattr(policy, "ret_rms", None)
-
-
-def _first_statistics(obs_rms: Any, obs: torch.Tensor) -> Any:
-    """Statistics for a policy version that has none yet: those of the observations at
-    hand, so the first rollout is normalized too (and normalization is invariant to an
-    affine change of the observations from the first step on). A dimension that does not
-    vary in them is only centred. The policy's own statistics stay empty until the learner
-    merges the rollouts' summaries."""
-    first = copy.deepcopy(obs_rms)
-    first.merge(first.summarize(obs))
-    first.m2.masked_fill_(first.m2 == 0, float(first.count))  # variance 1
-    return first

@@ -167,6 +167,9 @@ class BaseLearner:
             data = to_device(data, self._device)
         start = time.perf_counter()
         self.call_hook("before_iter")
+        prepare = getattr(self._policy.learn_mode, "prepare", None)  # DI-engine's: none
+        with self._timer("advantage"):
+            data = data if prepare is None else prepare(data)
         with self._timer("update"):
             info = self._policy.learn_mode.forward(data)
         self._iters_done += 1

@@ -18,14 +18,7 @@ def make(
     cfg = get_config(experiment)
     env = env if env is not None else create_env("cartpole", 4, seed=0)
     policy = PPOPolicy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
-    collector = SerialCollector(
-        env,
-        policy.collect_mode,
-        n_steps=n_steps,
-        gamma=0.99,
-        gae_lambda=0.95,
-        adv_estimator=policy.adv_estimator,
-    )
+    collector = SerialCollector(env, policy.collect_mode, n_steps=n_steps, gamma=0.99)
     return policy, AsyncCollector(
         collector,
         policy,
@@ -59,6 +52,7 @@ def test_writes_files_and_pauses_at_backlog(tmp_path):
         assert out["envstep"] == 3 * 64 and out["policy_version"] == 0
         content = read_rollout(out["files"][0]["path"])
         assert content["data"]["obs"].shape == (64, 4)
+        assert content["data"]["reward"].shape == (64,) and "adv" not in content["data"]
         for meta in out["files"]:  # the learner consumes them ...
             Path(meta["path"]).unlink()
         assert wait_for(lambda: len(collector.drain()["files"]) > 0)  # ... and it resumes

@@ -5,6 +5,7 @@ import torch
 from ding_lite.data.spec import probe_rollout_spec, validate_rollout
 from ding_lite.envs import create_env
 from ding_lite.envs.meet import LEFT, RIGHT
+from ding_lite.policy.advantages import AdvantageStep
 from ding_lite.rl_utils import get_adv_estimator
 from ding_lite.worker.collector.evaluator import Evaluator
 from ding_lite.worker.collector.serial_collector import SerialCollector
@@ -36,11 +37,11 @@ class Walkers:
 def test_two_agents_per_copy_are_two_rows_and_counts_say_which_they_mean():
     env = create_env("two_agent_meet", 3)
     policy = Walkers()
-    collector = SerialCollector(
-        env, policy, n_steps=4, gamma=1.0, gae_lambda=1.0,
-        adv_estimator=get_adv_estimator("gae_no_norm"), seed=0,
-    )  # fmt: skip
+    collector = SerialCollector(env, policy, n_steps=4, gamma=1.0, seed=0)
     data = collector.collect()
+    advantages = AdvantageStep(
+        get_adv_estimator("gae_no_norm"), gamma=1.0, lam=1.0, n_steps=4, horizon=1
+    )
     # 4 env steps x 3 copies = 12 env steps; 2 agents each: 24 samples (agent steps).
     assert collector.envstep == 12 and data["obs"].shape == (24, 2)
     assert policy.seen[0].shape == (6, 2)  # the policy sees one row per agent
@@ -51,7 +52,9 @@ def test_two_agents_per_copy_are_two_rows_and_counts_say_which_they_mean():
     assert torch.equal(actions[:, 1], torch.full((4,), LEFT))
     # Each agent: 0 on the first step (both moved), 1.0 on meeting, then again.
     rewards = torch.tensor([0.0, 1.0, 0.0, 1.0])
-    ret = data["ret"].view(4, 6)  # gamma 1, value 0: the rest of the episode's reward
+    assert torch.equal(data["reward"].view(4, 6), rewards[:, None].expand(4, 6))
+    batch, _ = advantages(data, None)
+    ret = batch["ret"].view(4, 6)  # gamma 1, value 0: the rest of the episode's reward
     for row in range(6):
         assert torch.equal(ret[:, row], torch.tensor([1.0, 1.0, 1.0, 1.0])), row
     assert torch.equal(collector._b_rewards[:, 0], rewards)
@@ -66,11 +69,8 @@ def test_two_agents_per_copy_are_two_rows_and_counts_say_which_they_mean():
 def test_the_rollout_spec_and_evaluator_take_agent_rows():
     env = create_env("two_agent_meet", 2)
     policy = Walkers()
-    collector = SerialCollector(
-        env, policy, n_steps=2, gamma=0.9, gae_lambda=0.9,
-        adv_estimator=get_adv_estimator("gae"), seed=0,
-    )  # fmt: skip
-    spec = probe_rollout_spec(create_env("two_agent_meet", 1), policy)
+    collector = SerialCollector(env, policy, n_steps=2, gamma=0.9, seed=0)
+    spec = probe_rollout_spec(create_env("two_agent_meet", 1), policy, n_steps=2)
     validate_rollout({"data": collector.collect()}, spec, 8)
 
     class Eval(Walkers):

@@ -21,17 +21,10 @@ def make(env_name="pendulum", num_envs=3, n_steps=50, seed=0, norm=True):
     cfg = get_config("pendulum_ppo")
     cfg.policy.model.obs_norm = norm
     cfg.policy.learn.reward_scale = norm
+    cfg.policy.collect.update(n_steps=n_steps, gamma=GAMMA, gae_lambda=0.95)
     env = create_env(env_name, num_envs, seed=seed, max_episode_steps=40)
     policy = PPOPolicy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
-    collector = SerialCollector(
-        env,
-        policy.collect_mode,
-        n_steps=n_steps,
-        gamma=GAMMA,
-        gae_lambda=0.95,
-        adv_estimator=policy.adv_estimator,
-        seed=seed,
-    )
+    collector = SerialCollector(env, policy.collect_mode, n_steps=n_steps, gamma=GAMMA, seed=seed)
     return env, policy, collector
 
 
@@ -68,6 +61,7 @@ def test_rewards_are_scaled_by_the_running_return_std_like_a_plain_loop():
         seen.append(running.clone())
         running = torch.where(done, torch.zeros_like(running), running)
     assert torch.allclose(collector._b_rewards, torch.stack(rec.rewards) / std)
+    assert torch.equal(data["reward"], collector._b_rewards.flatten())  # shipped scaled
     assert torch.allclose(data["ret_norm_update"][0], summarize(torch.stack(seen), ()))
     assert torch.allclose(collector._running_return, running)
     # Observations: stored normalized with the frozen statistics, summarized raw.
@@ -90,7 +84,9 @@ def test_the_update_merges_the_rollout_statistics_after_training_on_it():
 def test_without_normalization_nothing_changes():
     _, policy, collector = make(norm=False)
     data = collector.collect()
-    assert set(data) == {"obs", "action", "logp", "value", "adv", "ret"}
+    steps = {"reward", "next_value", "terminated", "done"}
+    assert set(data) == {"obs", "action", "logp", "value", *steps}
+    assert set(policy.learn_mode.prepare(data)) == {"obs", "action", "logp", "value", "adv", "ret"}
     assert policy.collect_mode.obs_rms is None and policy.collect_mode.ret_rms is None
 
 

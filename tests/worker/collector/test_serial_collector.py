@@ -8,30 +8,35 @@ from ding_lite.rl_utils import gae
 from ding_lite.worker.collector import Evaluator, SerialCollector
 
 
-def make(env_name="cartpole", num_envs=3, n_steps=40, seed=0):
+def _policy(env, n_steps):
+    """A cartpole PPO policy whose advantage step uses the collector's n_steps and
+    gamma 0.9, lambda 0.8."""
     cfg = get_config("cartpole_ppo")
+    cfg.policy.collect.update(n_steps=n_steps, gamma=0.9, gae_lambda=0.8)
+    return PPOPolicy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
+
+
+def make(env_name="cartpole", num_envs=3, n_steps=40, seed=0):
     env = create_env(env_name, num_envs, seed=seed)
-    policy = PPOPolicy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
-    collector = SerialCollector(
-        env,
-        policy.collect_mode,
-        n_steps=n_steps,
-        gamma=0.9,
-        gae_lambda=0.8,
-        adv_estimator=policy.adv_estimator,
-        seed=seed,
-    )
+    policy = _policy(env, n_steps)
+    collector = SerialCollector(env, policy.collect_mode, n_steps=n_steps, gamma=0.9, seed=seed)
     return env, policy, collector
 
 
 def test_collect_shapes_and_counters():
-    env, _, collector = make(n_steps=40)
+    env, policy, collector = make(n_steps=40)
     data = collector.collect()
     assert data["obs"].shape == (120, 4)
-    for key in ("action", "logp", "value", "adv", "ret"):
+    for key in ("action", "logp", "value", "reward", "next_value", "terminated", "done"):
         assert data[key].shape == (120,), key
+    assert data["reward"].dtype == data["next_value"].dtype == torch.get_default_dtype()
+    assert data["terminated"].dtype == data["done"].dtype == torch.bool
     assert collector.envstep == 120
-    assert torch.allclose(data["ret"], data["adv"] + data["value"])
+    batch = policy.learn_mode.prepare(data)
+    for key in ("adv", "ret"):
+        assert batch[key].shape == (120,), key
+    assert not {"reward", "next_value", "terminated", "done"} & set(batch)
+    assert torch.allclose(batch["ret"], batch["adv"] + batch["value"])
     collector.collect()
     assert collector.envstep == 240
     # a random CartPole policy finishes episodes within 80 steps per copy
@@ -60,8 +65,12 @@ def test_advantages_match_gae_over_the_rollout():
     adv = gae(
         stack(rewards), stack(values), stack(next_values), stack(term), stack(dones), 0.9, 0.8
     )
-    torch.testing.assert_close(data["adv"], adv.flatten())
+    torch.testing.assert_close(policy.learn_mode.prepare(data)["adv"], adv.flatten())
     torch.testing.assert_close(data["value"], stack(values).flatten())
+    torch.testing.assert_close(data["reward"], stack(rewards).flatten())
+    torch.testing.assert_close(data["next_value"], stack(next_values).flatten())
+    assert torch.equal(data["terminated"], stack(term).flatten())
+    assert torch.equal(data["done"], stack(dones).flatten())
 
 
 def test_state_dict_round_trip_continues_identically():
@@ -104,9 +113,8 @@ class _ScoredCartPole(CartPoleEnv):
 
 
 def _collector(env, stats_window=100):
-    cfg = get_config("cartpole_ppo")
-    policy = PPOPolicy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
-    kwargs = dict(n_steps=40, gamma=0.9, gae_lambda=0.8, adv_estimator=policy.adv_estimator)
+    policy = _policy(env, 40)
+    kwargs = dict(n_steps=40, gamma=0.9)
     return SerialCollector(env, policy.collect_mode, stats_window=stats_window, **kwargs), policy
 
 

@@ -131,7 +131,11 @@ class FlaskFileSystemLearner(BaseCommLearner):
         return [CallbackHook("publish", position="after_iter", callback=self._after_iter)]
 
     def _after_iter(self, learner: BaseLearner) -> None:
+        start = time.perf_counter()
         self.send_policy(self.policy.model.state_dict())
+        if learner.tb_logger is not None:  # after log_reduce's perf/ phases of this iteration
+            seconds = time.perf_counter() - start
+            learner.tb_logger.add_scalar("perf/publish_s", seconds, learner.envstep)
         self.send_learn_info(learner.learn_info)
 
     # --- tasks ---------------------------------------------------------------------------
@@ -158,7 +162,12 @@ class FlaskFileSystemLearner(BaseCommLearner):
         probe, self.policy, batch = build_policy(cfg)
         self.device = self.policy.device
         self.spec = probe_rollout_spec(
-            probe, self.policy.collect_mode, self.device, cfg.policy.learn.bptt_horizon
+            probe,
+            self.policy.collect_mode,
+            self.device,
+            cfg.policy.learn.bptt_horizon,
+            n_steps=cfg.policy.collect.n_steps,
+            episodes=self.policy.adv_estimator.episodic,
         )
         self.batch_size = batch
         exp_dir = Path(cfg.exp_dir)
@@ -271,10 +280,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
             learner.envstep = envstep
             if not intake.batches:
                 return self._info(intake)
-            batch = {
-                k: torch.cat([b[k] for b in intake.batches]).to(self.device)
-                for k in intake.batches[0]
-            }
+            # One rollout per file: each is its env copies' [T, B] steps, so the learner's
+            # advantage step takes them one by one (BaseLearner.train takes a list).
+            batch = [{k: v.to(self.device) for k, v in b.items()} for b in intake.batches]
             published = self._thread.train(batch, self.cfg.system.task_timeout)
             if published is None:  # the training thread died or stopped on this batch
                 intake.training_failed()

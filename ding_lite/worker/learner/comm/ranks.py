@@ -119,11 +119,13 @@ class RankLeader:
             self._send("start", config=config, checkpoint=checkpoint)
             distributed.broadcast_module(model)
 
-    def train(self, learner: BaseLearner, batch: dict[str, torch.Tensor]) -> None:
-        """One iteration on every rank: the command, the batch, then the update itself."""
+    def train(self, learner: BaseLearner, batch: list[dict[str, torch.Tensor]]) -> None:
+        """One iteration on every rank: the command, the rollouts one by one, then the
+        update itself (each rank runs the same advantage step on the same rollouts)."""
         with self._lock, self._guard():
-            self._send("train", envstep=learner.envstep)
-            distributed.broadcast_tensors(batch)
+            self._send("train", envstep=learner.envstep, rollouts=len(batch))
+            for rollout in batch:
+                distributed.broadcast_tensors(rollout)
             learner.train(batch)
 
     def end_run(self) -> None:
@@ -200,7 +202,8 @@ class RankFollower:
             command = distributed.broadcast_json()
             op = command.get("op")
             if op == "train":
-                batch = distributed.broadcast_tensors(None)
+                rollouts = int(command["rollouts"])
+                batch = [distributed.broadcast_tensors(None) for _ in range(rollouts)]
                 self._learner.train(batch, envstep=int(command["envstep"]))
             elif op == "start":
                 self._start(command["config"], command.get("checkpoint"))

@@ -88,8 +88,8 @@ class TrainingThread:
             if self._thread.is_alive():
                 self._logger.warning(f"learner thread still busy after {timeout:g} s")
 
-    def train(self, batch: dict[str, torch.Tensor], timeout: float) -> dict[str, Any] | None:
-        """Trains one iteration on ``batch``.
+    def train(self, batch: list[dict[str, torch.Tensor]], timeout: float) -> dict[str, Any] | None:
+        """Trains one iteration on ``batch`` (the rollouts of one learn task).
 
         Returns:
             The :meth:`answer` given for it, or None when the thread died or stopped first.

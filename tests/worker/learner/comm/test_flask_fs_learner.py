@@ -81,8 +81,10 @@ def samples(n=N, **changes):
         "action": torch.randint(0, 2, (n,)),
         "logp": torch.full((n,), -0.69),
         "value": torch.zeros(n),
-        "adv": torch.randn(n),
-        "ret": torch.randn(n),
+        "reward": torch.randn(n),
+        "next_value": torch.zeros(n),
+        "terminated": torch.zeros(n, dtype=torch.bool),
+        "done": torch.rand(n) < 0.05,
     }
     data.update(changes)
     return data
@@ -142,7 +144,7 @@ def test_bad_files_are_moved_aside_while_good_ones_train(tmp_path, start):
     short = rollout(tmp_path, 2, collector="c1")["path"]
     lying = Path(short).with_name("00000002_v0_n128.pt")  # the name says 128 samples
     Path(short).rename(lying)
-    nan = rollout(tmp_path, 3, adv=torch.full((N,), float("nan")))["path"]
+    nan = rollout(tmp_path, 3, reward=torch.full((N,), float("nan")))["path"]
     gone = str(data / "c0" / "00000009_v0_n64.pt")
     folder = data / "c0" / "00000010_v0_n64.pt"
     folder.mkdir()

@@ -1,0 +1,271 @@
+"""The advantage step: from a collector's rollout to a batch the PPO update trains on.
+
+It runs where the update runs, on the learner, in both pipelines: collectors ship each step's
+``reward``, ``value``, ``next_value`` (the value of the observation after the step, before
+any reset), ``terminated`` and ``done`` with the observations, actions and log-probs, and
+the learner, which holds the reference policy and the freshest critic, turns them into
+``adv`` and ``ret``. On the way it may fold a KL penalty into the reward
+(``policy.learn.kl_in_reward``).
+
+A step-level estimator (GAE) sees each rollout as its [T, B] tensors. An episode-level one
+(REINFORCE++, GRPO, RLOO) needs whole episodes, and a grouped one whole groups (the k-th
+episode of every copy of a group, ``env.reset_group_size``): the steps of an episode that
+has not ended, or whose group still waits for a member, are held back and join a later
+batch, so a batch holds only complete groups and its size varies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ding_lite.rl_utils.adv_estimator import AdvEstimator, get_adv_estimator
+from ding_lite.rl_utils.kl_control import KL_IN_REWARD_TYPES, KLController
+from ding_lite.utils.errors import ConfigError
+
+STEP_KEYS = ("reward", "next_value", "terminated", "done")
+"""What a rollout carries for the advantage step only (not trained on)."""
+
+EPISODE_KEYS = ("episode", "group")
+"""Also shipped for an episode-level estimator: each row's episode number (per env copy,
+counted from the collector's first reset) and its group (``copy // reset_group_size``)."""
+
+_KEY_SHIFT = 32
+"""Episode numbers fill the low 32 bits of an (episode or group) key."""
+
+
+def time_major(rows: Tensor, n_steps: int, horizon: int) -> Tensor:
+    """Rollout rows back to the [T, B, ...] layout they were stepped in (the inverse of
+    :func:`as_rows`)."""
+    if horizon == 1:
+        return rows.unflatten(0, (n_steps, -1))
+    segments = rows.unflatten(0, (-1, n_steps // horizon, horizon))  # [B, T / h, h, ...]
+    return segments.movedim(0, 2).flatten(0, 1)
+
+
+def as_rows(x: Tensor, horizon: int, copy: bool = True) -> Tensor:
+    """``x`` [T, B, ...] as rollout rows: time-major with one-step segments, else segment by
+    segment (copy b's k-th segment is rows ``(b * T / h + k) * h`` onward)."""
+    if horizon == 1:
+        flat = x.flatten(0, 1)
+        return flat.clone() if copy else flat
+    return x.unflatten(0, (x.shape[0] // horizon, horizon)).movedim(2, 0).flatten(0, 2)
+
+
+class AdvantageStep:
+    """Computes advantages and returns of rollouts, holding back unfinished episodes.
+
+    Args:
+        estimator: The registered advantage estimator.
+        gamma: Discount factor.
+        lam: GAE lambda (step-level estimators).
+        n_steps: Env steps per copy in one rollout (``policy.collect.n_steps``).
+        horizon: Steps per segment (``policy.learn.bptt_horizon``).
+        norm_by_std: Passed to an episode-level estimator (GRPO divides by the group's
+            standard deviation unless False).
+        kl: The KL-in-reward controller, or None for none.
+    """
+
+    def __init__(
+        self,
+        estimator: AdvEstimator,
+        *,
+        gamma: float,
+        lam: float,
+        n_steps: int,
+        horizon: int,
+        norm_by_std: bool = True,
+        kl: KLController | None = None,
+    ) -> None:
+        self.estimator = estimator
+        self.gamma, self.lam = gamma, lam
+        self.n_steps, self.horizon = n_steps, horizon
+        self.norm_by_std = norm_by_std
+        self.kl = kl
+        self._pending: dict[str, Tensor] = {}  # held-back steps, with their env copy "col"
+
+    def __call__(
+        self, rollout: dict[str, Tensor], ref_logp: Callable[[dict[str, Tensor]], Tensor] | None
+    ) -> tuple[dict[str, Tensor], dict[str, float]]:
+        """Turns one rollout into a batch.
+
+        Args:
+            rollout: One collector rollout (``STEP_KEYS`` beside the trained fields; with an
+                episode-level estimator also ``EPISODE_KEYS``).
+            ref_logp: Log-probs of the rollout's actions under the reference policy, needed
+                with a KL controller.
+
+        Returns:
+            ``(batch, info)``: the trained fields with ``adv`` and ``ret`` (for an
+            episode-level estimator, the steps of the groups completed so far, possibly
+            none), and ``data/reward_mean`` (the rollout's mean reward per step, before
+            any KL penalty), with a KL controller also ``charts/kl_reward_coef`` and
+            ``data/kl_in_reward`` (the mean per-step KL estimate), with an episode-level
+            estimator ``data/pending_steps``.
+        """
+        reward = rollout["reward"]
+        info = {"data/reward_mean": float(reward.mean()) if reward.numel() else 0.0}
+        if self.kl is not None:
+            if ref_logp is None:
+                raise ValueError("kl_in_reward needs the reference policy's log-probs")
+            kl_step = rollout["logp"] - ref_logp(rollout)
+            info["charts/kl_reward_coef"] = self.kl.coef
+            reward = reward - self.kl.coef * kl_step
+            mean_kl = float(kl_step.mean()) if kl_step.numel() else 0.0
+            info["data/kl_in_reward"] = mean_kl
+            self.kl.update(mean_kl, int(kl_step.numel()))
+        if self.estimator.episodic:
+            batch = self._episodes(rollout, reward)
+            info["data/pending_steps"] = float(self.pending_steps)
+            return batch, info
+        T, h = self.n_steps, self.horizon
+        adv, ret = self.estimator.fn(
+            time_major(reward, T, h),
+            time_major(rollout["value"], T, h),
+            time_major(rollout["next_value"], T, h),
+            time_major(rollout["terminated"], T, h),
+            time_major(rollout["done"], T, h),
+            self.gamma,
+            self.lam,
+        )
+        batch = {k: v for k, v in rollout.items() if k not in STEP_KEYS}
+        batch["adv"] = as_rows(adv, h, copy=False)
+        batch["ret"] = as_rows(ret, h, copy=False)
+        return batch, info
+
+    @property
+    def pending_steps(self) -> int:
+        """Steps held back for an episode or group that is not complete yet."""
+        return int(self._pending["col"].shape[0]) if self._pending else 0
+
+    def _episodes(self, rollout: dict[str, Tensor], reward: Tensor) -> dict[str, Tensor]:
+        """Adds the rollout's steps to those held back; returns the steps of every group
+        now complete, with their advantages, in env-copy then time order."""
+        rows = reward.shape[0]
+        copies = rows // self.n_steps
+        fresh = {k: rollout[k] for k in ("obs", "action", "logp", "value", "done", *EPISODE_KEYS)}
+        fresh["reward"] = reward
+        fresh["col"] = torch.arange(rows, device=reward.device) % copies  # rows are time-major
+        merged = fresh
+        if self._pending:
+            merged = {k: torch.cat((self._pending[k], v)) for k, v in fresh.items()}
+        # A stable sort by env copy keeps each copy's steps in time order: held-back steps
+        # came first, and a rollout's rows are time-major.
+        order = torch.sort(merged["col"], stable=True).indices
+        merged = {k: v[order] for k, v in merged.items()}
+        # A group's k-th episodes are complete when every copy of the group has ended one;
+        # an estimator that compares no episodes takes each copy as a group of its own.
+        if self.estimator.grouped:
+            group = merged["group"]
+            members = torch.bincount(fresh["group"][:copies])  # copies per group (row 0..B-1)
+        else:
+            group = merged["col"]
+            members = torch.ones(copies, dtype=torch.long, device=group.device)
+        group_key = (group << _KEY_SHIFT) | merged["episode"]
+        done = merged["done"]
+        ended_groups, ended_count = torch.unique(group_key[done], return_counts=True)
+        complete = ended_groups[ended_count == members[ended_groups >> _KEY_SHIFT]]
+        # An unfinished episode's group is never complete; an ended episode whose group
+        # still waits for a member waits with it.
+        ready = torch.isin(group_key, complete)
+        self._pending = {k: v[~ready] for k, v in merged.items()}
+        if not bool(self._pending["col"].numel()):
+            self._pending = {}
+        taken = {k: v[ready] for k, v in merged.items()}
+        adv, ret = self.estimator.fn(
+            taken["reward"],
+            taken["done"],
+            group_key[ready],
+            self.gamma,
+            norm_by_std=self.norm_by_std,
+        )
+        batch = {k: taken[k] for k in ("obs", "action", "logp", "value")}
+        batch["adv"], batch["ret"] = adv, ret
+        for key in ("obs_norm_update", "ret_norm_update"):
+            if key in rollout:
+                batch[key] = rollout[key]
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """The held-back steps and the KL coefficient (tensors and numbers only)."""
+        state: dict[str, Any] = {"pending": {k: v.clone() for k, v in self._pending.items()}}
+        if self.kl is not None:
+            state["kl"] = self.kl.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores what :meth:`state_dict` returned."""
+        self._pending = {k: v.clone() for k, v in state.get("pending", {}).items()}
+        if self.kl is not None and "kl" in state:
+            self.kl.load_state_dict(state["kl"])
+
+
+def check_advantage_setup(cfg: Any) -> None:
+    """Refuses, in one line, a config whose estimator cannot work with the rest of it.
+
+    - ``policy.model.critic: false`` (no value head) with a step-level estimator (GAE needs
+      values), ``value_clip`` or ``value_warmup_iters > 0``;
+    - a grouped estimator (GRPO, RLOO) with ``env.reset_group_size`` 1 (nothing to compare);
+    - an episode-level estimator with a recurrent policy (``policy.model.core``) or
+      ``bptt_horizon`` above 1: its batches are whole episodes, not fixed segments.
+
+    Raises:
+        ConfigError: the first conflict, naming the keys.
+    """
+    policy = cfg.policy
+    learn, name = policy.learn, policy.learn.adv_estimator
+    estimator = get_adv_estimator(name)
+    if not policy.model.get("critic", True):
+        conflict = None
+        if not estimator.episodic:
+            conflict = f"policy.learn.adv_estimator={name} (it needs values)"
+        elif learn.value_clip:
+            conflict = "policy.learn.value_clip=true"
+        elif learn.value_warmup_iters > 0:
+            conflict = f"policy.learn.value_warmup_iters={learn.value_warmup_iters}"
+        if conflict:
+            raise ConfigError(
+                f"policy.model.critic=false (no value head) does not go with {conflict}; "
+                "use a critic-free estimator: reinforce_pp, grpo or rloo"
+            )
+    group_size = cfg.env.get("reset_group_size", 1)
+    if estimator.grouped and group_size < 2:
+        raise ConfigError(
+            f"policy.learn.adv_estimator={name} compares the episodes of a group: set "
+            "env.reset_group_size to 2 or more (e.g. 8)"
+        )
+    if estimator.episodic and (
+        policy.model.get("core", "none") != "none" or learn.bptt_horizon > 1
+    ):
+        raise ConfigError(
+            f"policy.learn.adv_estimator={name} trains on whole episodes: it needs "
+            "policy.model.core=none and policy.learn.bptt_horizon=1"
+        )
+
+
+def kl_controller(options: Any) -> KLController | None:
+    """The controller ``policy.learn.kl_in_reward`` asks for; None when its type is "none".
+
+    Raises:
+        ConfigError: an unknown type, or a coefficient, target or horizon out of range.
+    """
+    kind = options.get("type", "none")
+    if kind not in KL_IN_REWARD_TYPES:
+        raise ConfigError(
+            f"policy.learn.kl_in_reward.type must be one of {', '.join(KL_IN_REWARD_TYPES)}; "
+            f"got {kind!r}"
+        )
+    if kind == "none":
+        return None
+    coef, target, horizon = options.get("coef"), options.get("target"), options.get("horizon")
+    for key, value, ok in (
+        ("coef", coef, isinstance(coef, int | float) and coef >= 0),
+        ("target", target, isinstance(target, int | float) and target > 0),
+        ("horizon", horizon, isinstance(horizon, int) and horizon > 0),
+    ):
+        if isinstance(value, bool) or not ok:
+            raise ConfigError(f"policy.learn.kl_in_reward.{key} out of range: {value!r}")
+    return KLController(coef, adaptive=kind == "adaptive", target=target, horizon=horizon)

@@ -201,8 +201,9 @@ def _check_eval(
     if report.get("n_episodes") != n_episodes:
         raise ResultError(f"an evaluation must cover {n_episodes} episodes")
     mean = _float(report.get("return_mean"), "return_mean")
-    win = report.get("win_rate")
+    win, seconds = report.get("win_rate"), report.get("seconds")
     return {
+        "seconds": None if seconds is None else _float(seconds, "seconds", 0.0),
         "policy_version": version,
         "return_mean": mean,
         "n_episodes": n_episodes,

@@ -201,6 +201,7 @@ class CollectorPool:
         if c.status.solved:
             return  # the evaluation that solved the run stays the run's figure
         c.status.eval_return, c.status.eval_win_rate = report["return_mean"], win
+        c.status.eval_seconds = report.get("seconds")
         c.status.solved = report["solved"]
 
     # --- policy sync ---------------------------------------------------------------------

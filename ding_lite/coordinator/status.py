@@ -15,6 +15,7 @@ class RunStatus:
     policy_lag: float = 0.0
     dropped: int = 0  # rollouts dropped for any reason (the ledger says which)
     eval_return: float | None = None
+    eval_seconds: float | None = None  # how long the latest evaluation took (perf/eval_s)
     eval_win_rate: float | None = None  # envs that report episode outcomes only
     solved: bool = False
     best_eval: dict | None = None  # {"policy_version", "return_mean"} of the best evaluation

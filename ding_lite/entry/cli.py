@@ -49,6 +49,11 @@ def _list(args: argparse.Namespace) -> int:
         algo = cfg.policy.type
         if cfg.policy.model.core != "none":
             algo += f"+{cfg.policy.model.core.upper()}"
+        if cfg.policy.learn.adv_estimator not in ("gae", "gae_no_norm"):
+            algo += f" ({cfg.policy.learn.adv_estimator}"
+            algo += ", no critic)" if not cfg.policy.model.critic else ")"
+        if cfg.env.get("reset_group_size", 1) > 1:
+            where += f", groups of {cfg.env.reset_group_size}"
         print(f"{name:<24} {where}; {algo}; {target}; {limit}")
     return 0
 

@@ -58,9 +58,9 @@ class TbStatus:
     After every iteration, against the run's env steps: ``charts/episodic_return`` (mean
     of the training episodes reported since the last call), ``charts/win_rate``,
     ``charts/loss_rate`` and ``charts/draw_rate`` (last 100 training episodes, for envs that
-    report outcomes), ``charts/eval_return`` and ``charts/eval_win_rate`` (when a new
-    evaluation came in), ``charts/SPS`` and ``charts/policy_lag``. The learner's own
-    figures are in ``tb/<learner id>``.
+    report outcomes), ``charts/eval_return``, ``charts/eval_win_rate`` and ``perf/eval_s``
+    (the seconds it took; when a new evaluation came in), ``charts/SPS`` and
+    ``charts/policy_lag``. The learner's own figures are in ``tb/<learner id>``.
     """
 
     def __init__(self, log_dir: Path) -> None:
@@ -84,6 +84,8 @@ class TbStatus:
             add("charts/eval_return", status.eval_return, step)
             if status.eval_win_rate is not None:
                 add("charts/eval_win_rate", status.eval_win_rate, step)
+            if status.eval_seconds is not None:
+                add("perf/eval_s", status.eval_seconds, step)
         self._eval = evaluation
         add("charts/SPS", step / max(time.perf_counter() - self._start, 1e-9), step)
         add("charts/policy_lag", status.policy_lag, step)

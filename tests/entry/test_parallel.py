@@ -117,7 +117,12 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     assert not [p for p in (run / "data").rglob("*") if p.is_file()]
     assert (run / "ckpt").is_dir() and list((run / "policy").glob("policy_v*.pt"))
     (events,) = (run / "tb" / "coordinator").glob("events.out.tfevents.*")
-    assert {"charts/episodic_return", "charts/SPS"} <= set(read_tb_scalars(events))
+    assert {"charts/episodic_return", "charts/SPS", "perf/eval_s"} <= set(read_tb_scalars(events))
+    # The learner's phases and batch figures (the advantage step runs on the learner).
+    (events,) = (run / "tb" / "learner0").glob("events.out.tfevents.*")
+    learner_tags = set(read_tb_scalars(events))
+    assert {"perf/advantage_s", "perf/update_s", "perf/publish_s"} <= learner_tags
+    assert {"data/reward_mean", "data/advantage_mean", "data/advantage_std"} <= learner_tags
     assert {p.name for p in (run / "logs").iterdir()} >= {
         "coordinator.log",
         "learner0.log",

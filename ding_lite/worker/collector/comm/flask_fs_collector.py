@@ -11,6 +11,7 @@ names must lie inside ``path_policy``; nothing outside it is ever read.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -208,8 +209,10 @@ class FlaskFileSystemCollector:
         return self._evaluate(version)
 
     def _evaluate(self, version: int) -> dict[str, Any]:
+        start = time.perf_counter()
         result = self._evaluator.eval()
         return {
+            "seconds": time.perf_counter() - start,  # the coordinator logs perf/eval_s
             "policy_version": version,
             "return_mean": result.return_mean,
             "return_std": result.return_std,

@@ -20,9 +20,10 @@ from ding_lite.utils.errors import DingLiteError
 #: The tensors ``SerialCollector.collect()`` always returns, in that order.
 ROLLOUT_KEYS = ("obs", "action", "logp", "value", "reward", "next_value", "terminated", "done")
 
-#: Int64 fields an episode-level estimator adds (episode number, reset group): an advantage
-#: step builds keys from them, so a file's values must be small and non-negative.
-INDEX_KEYS = ("episode", "group")
+#: Int64 fields an episode-level estimator adds (episode number, reset group, the collector's
+#: stream, the step number): an advantage step builds keys from them, so a file's values
+#: must be small and non-negative, and its stream one number.
+INDEX_KEYS = ("episode", "group", "stream", "step")
 MAX_INDEX = 2**31 - 1
 
 
@@ -84,8 +85,8 @@ def rollout_spec(
         state_size: a recurrent policy's state width: the rollout then also holds
             ``episode_start`` (bool, per sample) and ``core_state`` (per segment).
         n_steps: env steps per copy in one rollout (``policy.collect.n_steps``).
-        episodes: the rollout also holds ``episode`` and ``group`` (int64, per sample), for
-            an episode-level advantage estimator.
+        episodes: the rollout also holds ``episode``, ``group``, ``stream`` and ``step``
+            (int64, per sample), for an episode-level advantage estimator.
     """
     fdt = float_dtype or torch.get_default_dtype()
     scalar, flag = FieldSpec((), fdt), FieldSpec((), torch.bool)
@@ -214,6 +215,8 @@ def _problem(data: Any, spec: RolloutSpec, expected_size: int) -> str | None:
             and not 0 <= int(value.min()) <= int(value.max()) <= MAX_INDEX
         ):
             return f"'{key}' holds values outside [0, {MAX_INDEX}]"
+        if key == "stream" and value.numel() and not bool((value == value[0]).all()):
+            return "'stream' holds more than one value"
     return None
 
 

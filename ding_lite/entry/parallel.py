@@ -21,7 +21,6 @@ from ding_lite.entry.options import RunOptions, compile_run_config
 from ding_lite.entry.roles import run_coordinator, run_worker, start_master
 from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result
 from ding_lite.interaction import generate_token
-from ding_lite.rl_utils import get_adv_estimator
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger, setup_file_logging
 from ding_lite.utils.stop import RunInterrupted, interrupted_by, sigterm_interrupts
@@ -46,13 +45,6 @@ def compile_parallel_config(cfg: str | Mapping | None, *args: Any, **options: An
     cfg = compile_run_config(cfg, opts)
     if cfg.system.launcher == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError(RAY_MISSING)
-    estimator = cfg.policy.learn.adv_estimator
-    if get_adv_estimator(estimator).episodic:
-        raise ConfigError(
-            f"policy.learn.adv_estimator={estimator} holds unfinished episodes back between "
-            "iterations, which the serial pipeline does; the parallel one does not yet (use "
-            "ding-lite serial)"
-        )
     ranks = cfg.system.learners
     per_iter = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
     if min(cfg.policy.learn.batch_size, per_iter) % ranks:

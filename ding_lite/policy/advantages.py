@@ -29,9 +29,16 @@ from ding_lite.utils.errors import ConfigError
 STEP_KEYS = ("reward", "next_value", "terminated", "done")
 """What a rollout carries for the advantage step only (not trained on)."""
 
-EPISODE_KEYS = ("episode", "group")
+EPISODE_KEYS = ("episode", "group", "stream", "step")
 """Also shipped for an episode-level estimator: each row's episode number (per env copy,
-counted from the collector's first reset) and its group (``copy // reset_group_size``)."""
+counted from the collector's first reset), its group (``copy // reset_group_size``), the
+collector's stream (a number it draws when it starts: a restarted collector is a new
+stream) and the step's number (per env copy, counted from that start), by which a
+rollout missing in between is noticed."""
+
+STALE_CALLS = 64
+"""A stream silent for this many rollouts (its collector is gone) has its held-back
+steps dropped."""
 
 _KEY_SHIFT = 32
 """Episode numbers fill the low 32 bits of an (episode or group) key."""
@@ -86,6 +93,13 @@ class AdvantageStep:
         self.norm_by_std = norm_by_std
         self.kl = kl
         self._pending: dict[str, Tensor] = {}  # held-back steps, with their env copy "col"
+        # Per stream: its first global column, each copy's next step number, the last call
+        # it came in; and the group keys of episodes cut by a missing rollout.
+        self._streams: dict[int, dict[str, Any]] = {}
+        self._members = torch.zeros(0, dtype=torch.long)  # copies per global group
+        self._broken = torch.zeros(0, dtype=torch.long)
+        self._calls = 0
+        self.dropped_steps = 0  #: steps dropped because their episode lost a part
 
     def __call__(
         self, rollout: dict[str, Tensor], ref_logp: Callable[[dict[str, Tensor]], Tensor] | None
@@ -104,7 +118,8 @@ class AdvantageStep:
             none), and ``data/reward_mean`` (the rollout's mean reward per step, before
             any KL penalty), with a KL controller also ``charts/kl_reward_coef`` and
             ``data/kl_in_reward`` (the mean per-step KL estimate), with an episode-level
-            estimator ``data/pending_steps``.
+            estimator ``data/pending_steps`` and ``data/dropped_steps`` (so far: steps of
+            episodes a missing rollout or a lost collector cut).
         """
         reward = rollout["reward"]
         info = {"data/reward_mean": float(reward.mean()) if reward.numel() else 0.0}
@@ -120,6 +135,7 @@ class AdvantageStep:
         if self.estimator.episodic:
             batch = self._episodes(rollout, reward)
             info["data/pending_steps"] = float(self.pending_steps)
+            info["data/dropped_steps"] = float(self.dropped_steps)
             return batch, info
         T, h = self.n_steps, self.horizon
         adv, ret = self.estimator.fn(
@@ -146,27 +162,27 @@ class AdvantageStep:
         now complete, with their advantages, in env-copy then time order."""
         rows = reward.shape[0]
         copies = rows // self.n_steps
-        fresh = {k: rollout[k] for k in ("obs", "action", "logp", "value", "done", *EPISODE_KEYS)}
+        fresh = {k: rollout[k] for k in ("obs", "action", "logp", "value", "done", "episode")}
         fresh["reward"] = reward
-        fresh["col"] = torch.arange(rows, device=reward.device) % copies  # rows are time-major
+        stream = self._stream(rollout, copies)
+        local = torch.arange(rows, device=reward.device) % copies  # rows are time-major
+        fresh["col"] = stream["base"] + local
+        # Global groups: a copy of its own (estimators that compare nothing) or its group.
+        group = rollout["group"] if self.estimator.grouped else local
+        fresh["key"] = ((stream["base"] + group) << _KEY_SHIFT) | rollout["episode"]
+        fresh = self._drop_cut(fresh, stream, rollout["step"], copies)
         merged = fresh
         if self._pending:
             merged = {k: torch.cat((self._pending[k], v)) for k, v in fresh.items()}
+        merged = self._drop_stale(merged)
         # A stable sort by env copy keeps each copy's steps in time order: held-back steps
         # came first, and a rollout's rows are time-major.
         order = torch.sort(merged["col"], stable=True).indices
         merged = {k: v[order] for k, v in merged.items()}
-        # A group's k-th episodes are complete when every copy of the group has ended one;
-        # an estimator that compares no episodes takes each copy as a group of its own.
-        if self.estimator.grouped:
-            group = merged["group"]
-            members = torch.bincount(fresh["group"][:copies])  # copies per group (row 0..B-1)
-        else:
-            group = merged["col"]
-            members = torch.ones(copies, dtype=torch.long, device=group.device)
-        group_key = (group << _KEY_SHIFT) | merged["episode"]
-        done = merged["done"]
+        # A group's k-th episodes are complete when every copy of the group has ended one.
+        group_key, done = merged["key"], merged["done"]
         ended_groups, ended_count = torch.unique(group_key[done], return_counts=True)
+        members = self._members.to(group_key.device)
         complete = ended_groups[ended_count == members[ended_groups >> _KEY_SHIFT]]
         # An unfinished episode's group is never complete; an ended episode whose group
         # still waits for a member waits with it.
@@ -189,9 +205,69 @@ class AdvantageStep:
                 batch[key] = rollout[key]
         return batch
 
+    def _stream(self, rollout: dict[str, Tensor], copies: int) -> dict[str, Any]:
+        """The state of the rollout's stream; a new stream gets the next global columns
+        and groups."""
+        self._calls += 1
+        sid = int(rollout["stream"][0]) if rollout["stream"].numel() else 0
+        stream = self._streams.get(sid)
+        if stream is None:
+            base = int(self._members.shape[0])
+            if self.estimator.grouped:
+                members = torch.bincount(rollout["group"][:copies].cpu(), minlength=copies)
+            else:
+                members = torch.ones(copies, dtype=torch.long)
+            self._members = torch.cat((self._members, members[:copies]))
+            stream = {"base": base, "next_step": None}
+            self._streams[sid] = stream
+        stream["last_call"] = self._calls
+        return stream
+
+    def _drop_cut(
+        self, fresh: dict[str, Tensor], stream: dict[str, Any], step: Tensor, copies: int
+    ) -> dict[str, Tensor]:
+        """Drops what a missing rollout of this stream cut: the held-back steps of each copy
+        whose steps do not follow on, the fresh steps of the episode it was in, and every
+        step of the groups those episodes belonged to (now or later)."""
+        expected, first = stream["next_step"], step[:copies].cpu()
+        stream["next_step"] = step[-copies:].cpu() + 1
+        if expected is not None and not torch.equal(expected, first):
+            cut = torch.nonzero(expected != first).squeeze(1) + stream["base"]
+            keys = [fresh["key"][:copies][cut - stream["base"]]]
+            if self._pending:
+                keys.append(self._pending["key"][torch.isin(self._pending["col"], cut)])
+            self._broken = torch.unique(torch.cat((self._broken, *[k.cpu() for k in keys])))
+        if not self._broken.numel():
+            return fresh
+        return self._keep(fresh, ~torch.isin(fresh["key"], self._broken.to(step.device)))
+
+    def _drop_stale(self, merged: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Drops the held-back steps of streams silent for :data:`STALE_CALLS` rollouts,
+        and of the groups a missing rollout cut."""
+        keep = ~torch.isin(merged["key"], self._broken.to(merged["key"].device))
+        for stream in self._streams.values():
+            if self._calls - stream["last_call"] > STALE_CALLS:
+                cols = merged["col"] - stream["base"]
+                keep &= ~((cols >= 0) & (cols < stream["next_step"].shape[0]))
+        return merged if bool(keep.all()) else self._keep(merged, keep)
+
+    def _keep(self, steps: dict[str, Tensor], keep: Tensor) -> dict[str, Tensor]:
+        self.dropped_steps += int((~keep).sum())
+        return {k: v[keep] for k, v in steps.items()}
+
     def state_dict(self) -> dict[str, Any]:
-        """The held-back steps and the KL coefficient (tensors and numbers only)."""
-        state: dict[str, Any] = {"pending": {k: v.clone() for k, v in self._pending.items()}}
+        """The held-back steps, the streams and the KL coefficient (tensors and numbers)."""
+        state: dict[str, Any] = {
+            "pending": {k: v.clone() for k, v in self._pending.items()},
+            "streams": {
+                str(sid): {**st, "next_step": st["next_step"].clone()}
+                for sid, st in self._streams.items()
+            },
+            "members": self._members.clone(),
+            "broken": self._broken.clone(),
+            "calls": self._calls,
+            "dropped_steps": self.dropped_steps,
+        }
         if self.kl is not None:
             state["kl"] = self.kl.state_dict()
         return state
@@ -199,6 +275,11 @@ class AdvantageStep:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restores what :meth:`state_dict` returned."""
         self._pending = {k: v.clone() for k, v in state.get("pending", {}).items()}
+        self._streams = {int(k): dict(v) for k, v in state.get("streams", {}).items()}
+        self._members = state.get("members", torch.zeros(0, dtype=torch.long)).clone()
+        self._broken = state.get("broken", torch.zeros(0, dtype=torch.long)).clone()
+        self._calls = int(state.get("calls", 0))
+        self.dropped_steps = int(state.get("dropped_steps", 0))
         if self.kl is not None and "kl" in state:
             self.kl.load_state_dict(state["kl"])
 

@@ -112,12 +112,17 @@ def test_a_file_of_partial_env_copies_is_refused():
         validate_rollout(content(n=6), spec, 6, path="data/c0/f.pt")
 
 
-@pytest.mark.parametrize("key", ["episode", "group"])
+@pytest.mark.parametrize("key", ["episode", "group", "stream", "step"])
 def test_episode_numbers_and_groups_must_be_small_and_non_negative(key):
     """An episode-level estimator's fields: int64 per sample, values in [0, 2**31 - 1]."""
     spec = rollout_spec((4,), (), torch.int64, episodes=True)
     assert spec.fields[key].dtype == torch.int64
-    index = {"episode": torch.arange(8) // 3, "group": torch.zeros(8, dtype=torch.long)}
+    index = {
+        "episode": torch.arange(8) // 3,
+        "group": torch.zeros(8, dtype=torch.long),
+        "stream": torch.full((8,), 7),
+        "step": torch.arange(8),
+    }
     validate_rollout(content(**index), spec, 8)
     with pytest.raises(InvalidRolloutError, match=f"missing key '{key}'"):
         validate_rollout(content(**{k: v for k, v in index.items() if k != key}), spec, 8)
@@ -129,3 +134,15 @@ def test_episode_numbers_and_groups_must_be_small_and_non_negative(key):
     huge[0] = 2**31
     with pytest.raises(InvalidRolloutError, match=f"'{key}' holds values outside"):
         validate_rollout(content(**{**index, key: huge}), spec, 8)
+
+
+def test_a_rollout_holds_one_stream():
+    spec = rollout_spec((4,), (), torch.int64, episodes=True)
+    index = {
+        "episode": torch.zeros(8, dtype=torch.long),
+        "group": torch.zeros(8, dtype=torch.long),
+        "stream": torch.tensor([7] * 7 + [8]),
+        "step": torch.arange(8),
+    }
+    with pytest.raises(InvalidRolloutError, match="'stream' holds more than one value"):
+        validate_rollout(content(**index), spec, 8)

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from ding_lite import serial_pipeline
-from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import read_tb_scalars
 
 SMALL = [
@@ -72,9 +71,38 @@ def test_resuming_continues_exactly_with_the_held_back_steps(tmp_path):
     assert json.loads((run / "result.json").read_text())["train_iter"] == 6
 
 
-def test_the_parallel_pipeline_refuses_an_episode_level_estimator(tmp_path):
-    from ding_lite import parallel_pipeline
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_grpo_runs_in_the_parallel_pipeline(tmp_path):
+    """Two collectors, each its own stream of copies and groups: the learner holds their
+    unfinished groups back apart and trains on the complete ones; nothing is left."""
+    from test_parallel import FAST, assert_all_gone, coordinator_address, launch, launcher_output
 
-    with pytest.raises(ConfigError, match="use ding-lite serial"):
-        parallel_pipeline("cartpole_grpo", exp_dir=str(tmp_path / "p"), verbose=0)
-    assert not (tmp_path / "p").exists()
+    proc = launch(
+        tmp_path,
+        "-c",
+        "cartpole_grpo",
+        "--max-train-iter",
+        "6",
+        "--collectors",
+        "2",
+        *[o for o in SMALL if not o.startswith("policy.learn.kl_in_reward")],
+        *FAST,
+    )
+    address = coordinator_address(tmp_path)
+    assert proc.wait(timeout=150) == 0, launcher_output(tmp_path)
+    run = tmp_path / "run"
+    result = json.loads((run / "result.json").read_text())
+    assert result["train_iter"] == 6 and result["stop_reason"] == "max_train_iter"
+    ledger = result["ledger"]
+    assert ledger["written"] == sum(
+        v for k, v in ledger.items() if k.startswith(("trained", "dropped"))
+    )
+    (events,) = (run / "tb" / "learner0").glob("events.out.tfevents.*")
+    scalars = read_tb_scalars(events)
+    trained = [value for _, value in scalars["charts/minibatches"]]
+    assert sum(trained) > 0 and len(scalars["data/pending_steps"]) == 6
+    ckpt = sorted((run / "ckpt").glob("ckpt_iter*.pt"))[-1]
+    model = torch.load(ckpt, weights_only=True)["policy"]["model"]
+    assert not any("value" in n for n in model)
+    assert_all_gone(address)

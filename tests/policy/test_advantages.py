@@ -9,7 +9,7 @@ from ding_lite.config import compile_config
 from ding_lite.entry.options import RunOptions, compile_run_config
 from ding_lite.envs.spaces import Discrete
 from ding_lite.policy import create_policy
-from ding_lite.policy.advantages import AdvantageStep, as_rows, time_major
+from ding_lite.policy.advantages import STALE_CALLS, AdvantageStep, as_rows, time_major
 from ding_lite.rl_utils import get_adv_estimator
 from ding_lite.rl_utils.kl_control import KLController
 from ding_lite.utils.errors import ConfigError
@@ -17,9 +17,12 @@ from ding_lite.utils.errors import ConfigError
 T, B = 4, 4  # steps per rollout, env copies; groups of 2: copies {0, 1} and {2, 3}
 
 
-def _rollout(done_at: dict[int, list[int]], first_episode: list[int]) -> dict[str, torch.Tensor]:
-    """A rollout of T steps of B copies (rows time-major): reward 1 per step, the copies'
-    dones at the given steps, episode numbers counted from ``first_episode``."""
+def _rollout(
+    done_at: dict[int, list[int]], first_episode: list[int], index: int = 0, stream: int = 0
+) -> dict[str, torch.Tensor]:
+    """The ``index``-th rollout of T steps of B copies of a stream (rows time-major): reward
+    1 per step, the copies' dones at the given steps, episode numbers counted from
+    ``first_episode``."""
     done = torch.zeros(T, B, dtype=torch.bool)
     for b, steps in done_at.items():
         done[steps, b] = True
@@ -37,6 +40,8 @@ def _rollout(done_at: dict[int, list[int]], first_episode: list[int]) -> dict[st
         "done": rows(done),
         "episode": rows(episode),
         "group": rows(torch.tensor([0, 0, 1, 1]).expand(T, B)),
+        "stream": torch.full((T * B,), stream),
+        "step": rows(torch.arange(index * T, (index + 1) * T).unsqueeze(1).expand(T, B)),
     }
 
 
@@ -61,7 +66,7 @@ def test_only_complete_groups_are_trained_and_the_rest_waits_for_the_next_batch(
     saved = step.state_dict()
 
     # Next rollout: copy 1 ends episode 1 at step 0, copy 3 its episode 0 at step 1.
-    second = _rollout({1: [0], 3: [1]}, [2, 1, 1, 0])
+    second = _rollout({1: [0], 3: [1]}, [2, 1, 1, 0], index=1)
     second["obs"] += 100
     batch, info = step(second, None)
     got = sorted(batch["obs"].squeeze(1).tolist())
@@ -76,6 +81,34 @@ def test_only_complete_groups_are_trained_and_the_rest_waits_for_the_next_batch(
     replay, _ = again(second, None)
     torch.testing.assert_close(replay["adv"], batch["adv"])
     torch.testing.assert_close(replay["obs"], batch["obs"])
+
+
+def test_a_missing_rollout_drops_the_episodes_it_cut_and_their_groups():
+    step = _step()
+    step(_rollout({0: [1, 3], 1: [2], 2: [3]}, [0, 0, 0, 0]), None)  # 11 held back
+    # Rollout 1 of this stream never arrives; rollout 2 does.
+    third = _rollout({1: [0], 3: [1]}, [2, 1, 1, 0], index=2)
+    batch, info = step(third, None)
+    # Every copy's steps are cut: the 11 held back, and in rollout 2 each copy's first
+    # episode. Their groups are broken too: group 0's episodes 1 and 2 (copy 0's cut
+    # episode 2 takes copy 1's episode 2 with it) and group 1's episodes 0 and 1, which
+    # are all 16 fresh steps.
+    assert batch["obs"].shape[0] == 0
+    assert info["data/dropped_steps"] == 11 + 16 == step.dropped_steps
+    assert step.pending_steps == 0
+    # A second stream is a set of copies and groups of its own: no mixing.
+    other, _ = step(_rollout({0: [1], 1: [1]}, [0, 0, 0, 0], stream=5), None)
+    assert other["obs"].shape[0] == 4 and step.dropped_steps == 27
+
+
+def test_a_silent_stream_is_dropped_after_a_while():
+    step = _step()
+    step(_rollout({0: [1]}, [0, 0, 0, 0]), None)
+    held = step.pending_steps
+    for index in range(STALE_CALLS + 1):  # another collector's rollouts only
+        step(_rollout({}, [0, 0, 0, 0], index=index, stream=9), None)
+    assert step.dropped_steps == held
+    assert step.pending_steps == (STALE_CALLS + 1) * T * B
 
 
 def test_reinforce_pp_needs_no_group_to_wait_for():

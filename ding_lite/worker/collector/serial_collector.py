@@ -81,6 +81,7 @@ class SerialCollector:
         rows = env.num_envs * self.agents  # policy rows per env step
         # Each row's episode number and reset group, for an episode-level estimator.
         self._episode = torch.zeros(rows, dtype=torch.long, device=env.device) if episodes else None
+        self.stream = 0  #: shipped with episode numbers; a parallel collector draws its own
         copy_of_row = torch.arange(rows, device=env.device) // self.agents
         self._group = copy_of_row // group_size
         # The envs stepped in turn and the policy rows of each (one group: every row).
@@ -264,6 +265,10 @@ class SerialCollector:
         if self._episode is not None:
             data["episode"] = rows(self._b_episode)
             data["group"] = rows(self._group.expand(T, B))
+            dev = self.env.device
+            data["stream"] = torch.full((T * B,), self.stream, device=dev)
+            first = self.envstep // self.env.num_envs - T  # each row's step number per copy
+            data["step"] = rows(torch.arange(first, first + T, device=dev)[:, None].expand(T, B))
         if self.recurrent:
             data["episode_start"] = rows(self._b_start)
             # The state at each segment's start, in the rows' segment order.

@@ -8,6 +8,7 @@ swapped in right before the next rollout, so the env never pauses for a policy u
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from pathlib import Path
@@ -48,6 +49,9 @@ class AsyncCollector:
         report_first: bool = False,
     ) -> None:
         self.collector = collector
+        # A stream of its own, so that a learner holding back unfinished episodes tells this
+        # collector's rollouts (and a restarted one's) from every other's.
+        collector.stream = secrets.randbelow(2**31)
         self.policy = policy
         self.name = name
         self.path_data = Path(path_data)

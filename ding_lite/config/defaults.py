@@ -102,8 +102,12 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             clip_ratio=0.2,
             # Policy loss from the registry (ding_lite.rl_utils.policy_loss): "ppo_clip",
             # "dual_clip" (also bounded by clip_ratio_c for negative advantages) or
-            # "clip_higher" (the ratio clipped to [1 - clip_ratio_low, 1 + clip_ratio_high]).
+            # "clip_higher" (the ratio clipped to [1 - clip_ratio_low, 1 + clip_ratio_high])
+            # or "decoupled" (clipped around the learner's policy as the update starts, each
+            # sample weighted by it over the behaviour policy, truncated at is_max).
             policy_loss="ppo_clip",
+            # decoupled's truncation of the weight of the learner's over the behaviour policy.
+            is_max=1.0,
             # dual_clip's bound: a negative advantage's loss is at most -clip_ratio_c * adv.
             clip_ratio_c=3.0,
             # clip_higher's ranges below and above 1 (None: clip_ratio).
@@ -120,10 +124,19 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             # Advantage estimator from the registry: "gae" (normalized per minibatch),
             # "gae_no_norm", or a critic-free one over whole episodes: "reinforce_pp"
             # (returns-to-go standardized over the batch), "grpo" or "rloo" (an episode's
-            # return against the others of its group; they need env.reset_group_size > 1).
+            # return against the others of its group; they need env.reset_group_size > 1),
+            # or "vtrace" (GAE with each step weighted by the learner's policy over the
+            # behaviour policy: for data a version or more old).
             adv_estimator="gae",
+            # vtrace's truncations: of each TD error's importance weight, and of the traces.
+            vtrace_rho_max=1.0,
+            vtrace_c_max=1.0,
             # grpo divides an episode's advantage by its group's standard deviation.
             norm_by_std=True,
+            # Recompute each rollout's values (and the bootstrap values after each step) with
+            # the learner's critic before the advantages, instead of using the collector's
+            # (older) ones; feed-forward policies only.
+            recompute_values=False,
             # A KL(policy || reference) penalty subtracted from every step's reward before
             # the advantages: type "none", "fixed" (coef) or "adaptive" (coef moved toward
             # target, by at most 20% per horizon env steps); logged as charts/kl_reward_coef.
@@ -223,6 +236,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         max_policy_lag=4,
         # A collector pauses while this many of its rollout files wait to be consumed.
         max_pending_files=1,
+        # Synchronous collection: each collector rolls out only with the newest policy (it
+        # waits for the version the learner publishes next), so nothing lags and nothing is
+        # dropped; with one collector the run computes what a serial run computes.
+        sync_collect=False,
         # Published policy versions kept in path_policy.
         keep_policies=3,
         # Seconds without a completed iteration after which the run stops as "stalled"

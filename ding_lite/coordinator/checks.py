@@ -119,10 +119,13 @@ def check_learn_info(out: dict, path_policy: str | Path) -> dict[str, Any]:
     if info["done_reason"] is not None and info["done_reason"] not in STOP_REASONS:
         raise ResultError(f"field 'done_reason' must be one of {STOP_REASONS}")
     info["stop_reason"], info["error"] = check_learner_state(out)
+    scalars = out.get("scalars") or {}
     if trained:
         info["policy"] = check_policy(out, path_policy)
         info["policy_lag"] = _float(out.get("policy_lag", 0.0), "policy_lag", 0.0)
-    scalars = out.get("scalars") or {}
+        info["policy_lag_max"] = int(_float(out.get("policy_lag_max", 0), "policy_lag_max", 0.0))
+        minibatches = scalars.get("minibatches") if isinstance(scalars, dict) else None
+        info["minibatches"] = int(_float(minibatches or 0, "minibatches", 0.0))
     skipped = scalars.get("skipped_steps") if isinstance(scalars, dict) else None
     info["skipped_steps"] = None if skipped is None else int(_float(skipped, "skipped_steps", 0))
     info["best_checkpoint"] = check_best(out)

@@ -80,7 +80,9 @@ class CollectorPool:
         evaluate = self.evaluator not in self.running()
         data = {
             "config": self.c.config,
-            "seed": cfg.seed + COLLECTOR_SEED_STRIDE * (self.index[cid] + 1),
+            # The first collector has the run's seed: it steps and samples as a serial run
+            # with that seed does.
+            "seed": cfg.seed + COLLECTOR_SEED_STRIDE * self.index[cid],
             "evaluate": evaluate,
             "policy_path": policy[0],
             "policy_version": policy[1],

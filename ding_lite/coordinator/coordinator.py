@@ -14,7 +14,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ding_lite.config.config import to_plain
 from ding_lite.coordinator.checks import (
@@ -28,41 +28,13 @@ from ding_lite.coordinator.collectors import CollectorPool
 from ding_lite.coordinator.ledger import RolloutLedger
 from ding_lite.coordinator.status import RunStatus
 from ding_lite.coordinator.watchdog import Watchdog
+from ding_lite.coordinator.workers import Supervisor, Transport
 from ding_lite.utils import stop
 from ding_lite.utils.log import get_logger
 
 SCAN_INTERVAL_S = 1.0  # how often path_data is scanned for files nobody reported
 ADOPT_AFTER_S = 2.0  # a file is adopted once it is this old and still unreported
 MAX_LEARNER_FAILURES = 3  # consecutive failed learner tasks before it is restarted
-
-
-class Transport(Protocol):
-    """What the coordinator needs from the transport (``interaction.Master`` provides it)."""
-
-    def worker_ids(self, role: str) -> list[str]: ...
-
-    def send_task(self, worker_id: str, name: str, data: dict, timeout: float) -> Any: ...
-
-    def send_task_async(self, worker_id: str, name: str, data: dict, timeout: float) -> Any: ...
-
-
-class Supervisor(Protocol):
-    """Restarts workers (the launcher); the per-role coordinator runs without one."""
-
-    restarts: int
-
-    def worker_failed(self, worker_id: str, role: str, reason: str) -> bool:
-        """Stops what is left of the worker; returns whether a replacement will register."""
-
-    def pending(self, role: str) -> int:
-        """Replacements started or due that have not registered yet."""
-
-    def poll(self) -> None:
-        """Starts the replacements whose backoff has passed."""
-
-    def retire(self, worker_id: str) -> None:
-        """The worker was dropped for good (a restart would fail the same way): its exit is
-        no failure to replace."""
 
 
 class Coordinator:
@@ -281,6 +253,12 @@ class Coordinator:
         per_collector = self.batch_size // self.cfg.system.collectors
         return min(self.batch_size, per_collector * live)
 
+    def _agents(self) -> int:
+        """Policy rows per env step (samples per env step: the env's agents per copy)."""
+        cfg = self.cfg
+        env_steps = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
+        return max(1, self.batch_size // env_steps)
+
     def _learn(self) -> None:
         learner, system = self.learner, self.cfg.system
         demand = self.transport.send_task(learner, "learner_get_data_task", {}, system.http_timeout)
@@ -305,6 +283,7 @@ class Coordinator:
             return self._learner_task_failed("learner_learn_task", str(err))
         self.rollouts.settle(info["outcome"])
         self.status.dropped = self.rollouts.dropped
+        self.status.dropped_env_steps = self.rollouts.dropped_samples // self._agents()
         self._best_told(data, info)
         self._learner_failures = 0
         if not self._learner_state(info["stop_reason"], info["error"]):
@@ -327,10 +306,12 @@ class Coordinator:
                 self.logger.error("the learner skipped too many non-finite steps: diverged")
         if info["trained"]:
             self.watchdog.progressed()
-            status.policy_lag = info["policy_lag"]
+            status.trained(info)
             self._policy = info["policy"]
             status.policy_version = self._policy[1]
             self.collectors.sync(self._policy)
+        elif self.cfg.system.sync_collect:  # nothing trained: no new version to wait for
+            self.collectors.sync(self._policy, rollback=True)
 
     # --- collectors' side ----------------------------------------------------------------
     def worker_failed(self, worker_id: str, role: str, reason: str) -> None:

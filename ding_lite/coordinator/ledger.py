@@ -42,6 +42,8 @@ class RolloutLedger:
         self._handed: dict[str, dict[str, Any]] = {}  # sent in a learn task, not settled
         self._seen: set[str] = set()  # every path ever accepted (reports and scans agree)
         self.counts = dict.fromkeys(LEDGER_KEYS, 0)
+        #: Samples of the files dropped stale, invalid or rolled back (not at the run's end).
+        self.dropped_samples = 0
 
     # --- arrivals ------------------------------------------------------------------------
     def offer(self, path: Any) -> bool:
@@ -129,8 +131,11 @@ class RolloutLedger:
         """
         for name in OUTCOMES:
             for path in outcome.get(name) or []:
-                if isinstance(path, str) and self._handed.pop(_key(path), None) is not None:
+                meta = self._handed.pop(_key(path), None) if isinstance(path, str) else None
+                if meta is not None:
                     self.counts[name] += 1
+                    if name not in ("trained", "dropped_run_end"):
+                        self.dropped_samples += int(meta["size"])
         self.give_back(missing_as="dropped_invalid")
 
     def give_back(self, missing_as: str = "dropped_rollback") -> None:

@@ -12,7 +12,12 @@ class RunStatus:
     envstep: int = 0
     train_iter: int = 0
     policy_version: int = 0
-    policy_lag: float = 0.0
+    policy_lag: float = 0.0  # mean lag of the rollouts the last iteration trained on
+    policy_lag_max: int = 0  # the largest lag of any rollout trained on in the run
+    lag_sum: float = 0.0  # sum of the iterations' mean lags (for the run's mean)
+    iterations: int = 0  # iterations of this run that trained (a resumed one's not counted)
+    gradient_steps: int = 0  # minibatches the learner trained on in the run
+    dropped_env_steps: int = 0  # env steps of rollouts dropped stale, invalid or rolled back
     dropped: int = 0  # rollouts dropped for any reason (the ledger says which)
     eval_return: float | None = None
     eval_seconds: float | None = None  # how long the latest evaluation took (perf/eval_s)
@@ -41,3 +46,15 @@ class RunStatus:
     # perf_counter() and envstep at the first update: the steady rate leaves out start-up.
     first_learn_at: float | None = None
     first_learn_envstep: int = 0
+
+    def trained(self, info: dict) -> None:
+        """Books an iteration that trained: its policy lag and gradient steps."""
+        self.iterations += 1
+        self.policy_lag, self.lag_sum = info["policy_lag"], self.lag_sum + info["policy_lag"]
+        self.policy_lag_max = max(self.policy_lag_max, info["policy_lag_max"])
+        self.gradient_steps += info["minibatches"]
+
+    @property
+    def policy_lag_mean(self) -> float:
+        """The mean over this run's iterations of each one's mean policy lag."""
+        return self.lag_sum / self.iterations if self.iterations else 0.0

@@ -69,6 +69,7 @@ def rollout_spec(
     state_size: int = 0,
     n_steps: int = 1,
     episodes: bool = False,
+    next_obs: bool = False,
 ) -> RolloutSpec:
     """The spec of a rollout as ``SerialCollector.collect()`` returns it.
 
@@ -87,6 +88,7 @@ def rollout_spec(
         n_steps: env steps per copy in one rollout (``policy.collect.n_steps``).
         episodes: the rollout also holds ``episode``, ``group``, ``stream`` and ``step``
             (int64, per sample), for an episode-level advantage estimator.
+        next_obs: the rollout also holds ``next_obs`` (``policy.learn.recompute_values``).
     """
     fdt = float_dtype or torch.get_default_dtype()
     scalar, flag = FieldSpec((), fdt), FieldSpec((), torch.bool)
@@ -100,6 +102,8 @@ def rollout_spec(
         "terminated": flag,
         "done": flag,
     }
+    if next_obs:
+        fields["next_obs"] = fields["obs"]
     if episodes:
         fields.update(dict.fromkeys(INDEX_KEYS, FieldSpec((), torch.int64)))
     segment_fields = {}
@@ -117,6 +121,7 @@ def probe_rollout_spec(
     *,
     n_steps: int = 1,
     episodes: bool = False,
+    next_obs: bool = False,
 ) -> RolloutSpec:
     """Derives the spec from one action of ``collect_mode`` on a (throwaway) probe env.
 
@@ -130,6 +135,7 @@ def probe_rollout_spec(
         horizon: steps per segment (``policy.learn.bptt_horizon``).
         n_steps: env steps per copy in one rollout.
         episodes: the rollout carries episode numbers and groups (see :func:`rollout_spec`).
+        next_obs: the rollout carries ``next_obs`` (see :func:`rollout_spec`).
     """
     device = torch.device(device)
     devices = [device.index or 0] if device.type == "cuda" else []
@@ -160,6 +166,7 @@ def probe_rollout_spec(
         state_size=state_size,
         n_steps=n_steps,
         episodes=episodes,
+        next_obs=next_obs,
     )
 
 

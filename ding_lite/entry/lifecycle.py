@@ -202,6 +202,12 @@ class RunFigures:
         best_eval_return: the best evaluation's mean return.
         skipped_steps: optimizer steps skipped for non-finite losses or gradients.
         restarts: workers restarted after a failure (0 in a serial run).
+        policy_lag_mean: the mean over this run's iterations of the policy lag of the
+            rollouts each trained on (versions between collection and update; 0 serial).
+        policy_lag_max: the largest lag of any rollout trained on (0 in a serial run).
+        dropped_env_steps: env steps collected but dropped (stale, invalid or rolled back;
+            not those left over at the run's end).
+        gradient_steps: minibatches trained on in this run.
     """
 
     solved: bool
@@ -217,6 +223,10 @@ class RunFigures:
     best_eval_return: float | None
     skipped_steps: int
     restarts: int
+    policy_lag_mean: float = 0.0
+    policy_lag_max: int = 0
+    dropped_env_steps: int = 0
+    gradient_steps: int = 0
 
 
 def build_result(cfg: EasyDict, figures: RunFigures, **extra: Any) -> dict[str, Any]:

@@ -120,6 +120,9 @@ def compile_run_config(cfg: str | Mapping | None, options: RunOptions) -> EasyDi
         max_train_iter=options.max_train_iter,
     )
     from ding_lite.policy.advantages import check_advantage_setup  # torch: only for a run
+    from ding_lite.policy.prepare import check_prep_setup
 
     check_advantage_setup(resolved)
+    if problem := check_prep_setup(resolved):
+        raise ConfigError(problem)
     return resolved

@@ -59,8 +59,10 @@ class TbStatus:
     of the training episodes reported since the last call), ``charts/win_rate``,
     ``charts/loss_rate`` and ``charts/draw_rate`` (last 100 training episodes, for envs that
     report outcomes), ``charts/eval_return``, ``charts/eval_win_rate`` and ``perf/eval_s``
-    (the seconds it took; when a new evaluation came in), ``charts/SPS`` and
-    ``charts/policy_lag``. The learner's own figures are in ``tb/<learner id>``.
+    (the seconds it took; when a new evaluation came in), ``charts/SPS``,
+    ``charts/policy_lag`` (the last iteration's mean), ``charts/policy_lag_max`` (the run's
+    largest so far) and ``data/dropped_env_steps`` (env steps collected but dropped, so
+    far). The learner's own figures are in ``tb/<learner id>``.
     """
 
     def __init__(self, log_dir: Path) -> None:
@@ -89,6 +91,8 @@ class TbStatus:
         self._eval = evaluation
         add("charts/SPS", step / max(time.perf_counter() - self._start, 1e-9), step)
         add("charts/policy_lag", status.policy_lag, step)
+        add("charts/policy_lag_max", status.policy_lag_max, step)
+        add("data/dropped_env_steps", status.dropped_env_steps, step)
 
     def close(self, timeout: float = 5.0) -> None:
         """Closes the writer (bounded: see :func:`~ding_lite.utils.log.close_tb_logger`)."""
@@ -134,6 +138,10 @@ def run_result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
         best_eval_return=(status.best_checkpoint or {}).get("return_mean"),
         skipped_steps=status.skipped_steps,
         restarts=status.restarts,
+        policy_lag_mean=status.policy_lag_mean,
+        policy_lag_max=status.policy_lag_max,
+        dropped_env_steps=status.dropped_env_steps,
+        gradient_steps=status.gradient_steps,
     )
     return build_result(
         cfg,

@@ -16,6 +16,7 @@ from ding_lite.entry.trained.predict import TrainedRun
 from ding_lite.envs.buffered import build_collector_env
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
+from ding_lite.policy.build import seed_updates
 from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import ConfigError, DiskFullError
 from ding_lite.utils.log import build_tb_logger, close_tb_logger, get_logger, setup_file_logging
@@ -108,6 +109,7 @@ class SerialRun:
             )
         except KeyError as err:
             raise ConfigError(err.args[0]) from None
+        seed_updates(self.policy, cfg.seed)  # as a parallel learner does: its own stream
         self.learner = BaseLearner(cfg.learner, self.policy, None, cfg.exp_name, exp_dir=run_dir)
         self.collector = SerialCollector.from_config(self.env, self.policy, cfg, cfg.seed)
         self.learner.register_state("collector", self.collector)
@@ -125,6 +127,7 @@ class SerialRun:
         self.solved = False
         self.stop_reason: str | None = None
         self.sps_meter: _SpsMeter | None = None  # from the first rollout of this run
+        self.gradient_steps = 0  # minibatches trained on in this run (result.json)
 
     def _evaluate(self, tb_logger: Any) -> None:
         start = time.perf_counter()
@@ -255,7 +258,8 @@ class SerialRun:
                     break
                 with learner.timer("collect"):  # tensorboard: perf/collect_s
                     data = collector.collect()
-                learner.train(data, collector.envstep)
+                info = learner.train(data, collector.envstep)
+                self.gradient_steps += int(info.get("minibatches", 0))
                 _log_train(tb_logger, collector, sps_meter)
                 self._show(bar)
             # End on a fresh evaluation unless the last one just solved the env.
@@ -292,6 +296,7 @@ class SerialRun:
             best_eval_return=self.best.return_mean,
             skipped_steps=getattr(self.policy, "skipped_steps", 0),
             restarts=0,  # the serial pipeline restarts nothing
+            gradient_steps=self.gradient_steps,
         )
         if ev.win_rate is not None:
             extra["eval_win_rate"] = ev.win_rate

@@ -74,6 +74,8 @@ class AdvantageStep:
         norm_by_std: Passed to an episode-level estimator (GRPO divides by the group's
             standard deviation unless False).
         kl: The KL-in-reward controller, or None for none.
+        rho_max: An off-policy estimator's truncation of each step's importance weight.
+        c_max: An off-policy estimator's truncation of its traces.
     """
 
     def __init__(
@@ -86,8 +88,11 @@ class AdvantageStep:
         horizon: int,
         norm_by_std: bool = True,
         kl: KLController | None = None,
+        rho_max: float = 1.0,
+        c_max: float = 1.0,
     ) -> None:
         self.estimator = estimator
+        self.rho_max, self.c_max = rho_max, c_max
         self.gamma, self.lam = gamma, lam
         self.n_steps, self.horizon = n_steps, horizon
         self.norm_by_std = norm_by_std
@@ -108,7 +113,8 @@ class AdvantageStep:
 
         Args:
             rollout: One collector rollout (``STEP_KEYS`` beside the trained fields; with an
-                episode-level estimator also ``EPISODE_KEYS``).
+                episode-level estimator also ``EPISODE_KEYS``; with an off-policy one
+                ``logp_prox``, the learner's log-probs, see :mod:`~ding_lite.policy.prepare`).
             ref_logp: Log-probs of the rollout's actions under the reference policy, needed
                 with a KL controller.
 
@@ -138,6 +144,10 @@ class AdvantageStep:
             info["data/dropped_steps"] = float(self.dropped_steps)
             return batch, info
         T, h = self.n_steps, self.horizon
+        extra = {}
+        if getattr(self.estimator, "off_policy", False):  # vtrace: learner over behaviour
+            log_rho = time_major(rollout["logp_prox"] - rollout["logp"], T, h)
+            extra = {"log_rho": log_rho, "rho_max": self.rho_max, "c_max": self.c_max}
         adv, ret = self.estimator.fn(
             time_major(reward, T, h),
             time_major(rollout["value"], T, h),
@@ -146,6 +156,7 @@ class AdvantageStep:
             time_major(rollout["done"], T, h),
             self.gamma,
             self.lam,
+            **extra,
         )
         batch = {k: v for k, v in rollout.items() if k not in STEP_KEYS}
         batch["adv"] = as_rows(adv, h, copy=False)
@@ -162,7 +173,8 @@ class AdvantageStep:
         now complete, with their advantages, in env-copy then time order."""
         rows = reward.shape[0]
         copies = rows // self.n_steps
-        fresh = {k: rollout[k] for k in ("obs", "action", "logp", "value", "done", "episode")}
+        fields = ("obs", "action", "logp", "value", "done", "episode", "logp_prox")
+        fresh = {k: rollout[k] for k in fields if k in rollout}
         fresh["reward"] = reward
         stream = self._stream(rollout, copies)
         local = torch.arange(rows, device=reward.device) % copies  # rows are time-major
@@ -198,7 +210,7 @@ class AdvantageStep:
             self.gamma,
             norm_by_std=self.norm_by_std,
         )
-        batch = {k: taken[k] for k in ("obs", "action", "logp", "value")}
+        batch = {k: taken[k] for k in ("obs", "action", "logp", "value", "logp_prox") if k in taken}
         batch["adv"], batch["ret"] = adv, ret
         for key in ("obs_norm_update", "ret_norm_update"):
             if key in rollout:

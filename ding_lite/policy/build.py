@@ -8,6 +8,7 @@ from typing import Any
 from ding_lite.envs.spaces import ActionSpace, space_to_dict
 from ding_lite.policy.base import POLICY_REGISTRY, Policy
 from ding_lite.utils.errors import CheckpointError
+from ding_lite.utils.rng import UPDATE_STREAM, RngStream, stream_seed
 
 
 def model_arch(
@@ -28,6 +29,14 @@ def model_arch(
 def create_policy(cfg: Any, **kwargs: Any) -> Policy:
     """Builds the policy named by ``cfg.type`` from the registry."""
     return POLICY_REGISTRY.get(cfg.type)(cfg, **kwargs)
+
+
+def seed_updates(policy: Any, seed: int) -> None:
+    """Gives the policy's update a random stream of its own, seeded from the run's ``seed``
+    (the same in the serial run and in a parallel learner); a policy without
+    ``update_rng`` keeps drawing from torch's global generator."""
+    if hasattr(policy, "update_rng"):
+        policy.update_rng = RngStream(stream_seed(seed, UPDATE_STREAM), policy.device)
 
 
 def policy_from_checkpoint(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from typing import Any
@@ -24,8 +25,10 @@ from ding_lite.policy.ppo_update import (
     mean_terms,
     minibatches,
 )
-from ding_lite.rl_utils import ClipRanges, get_adv_estimator, get_policy_loss
+from ding_lite.policy.prepare import RolloutPrep, memory_of
+from ding_lite.rl_utils import ClipRanges, get_adv_estimator, get_policy_loss, needs_proximal
 from ding_lite.utils.distributed import all_mean_, average_gradients, world
+from ding_lite.utils.rng import RngStream
 
 
 @POLICY_REGISTRY.register("ppo")
@@ -76,11 +79,23 @@ class PPOPolicy(Policy):
             horizon=learn.bptt_horizon,
             norm_by_std=learn.get("norm_by_std", True),
             kl=kl_controller(learn.get("kl_in_reward", {})),
+            rho_max=float(learn.get("vtrace_rho_max", 1.0)),
+            c_max=float(learn.get("vtrace_c_max", 1.0)),
         )
         self._data_info: dict[str, float] = {}  # the advantage step's, for the next update
         self._ref_model: nn.Module | None = None
         if self._kl_coef > 0 or self._advantages.kl is not None:
             self._ref_model = copy.deepcopy(self.model).requires_grad_(False)
+        self._prep = RolloutPrep(
+            self.model,
+            self._advantages,
+            recompute_values=bool(learn.get("recompute_values", False)),
+            proximal=needs_proximal(learn.get("policy_loss", "ppo_clip")),
+            ref_logp=self._ref_logp if self._ref_model is not None else None,
+        )
+        #: The stream minibatch orders are drawn from (None: torch's global generator); a
+        #: pipeline seeds it (``seed_updates``) so both pipelines draw the same orders.
+        self.update_rng: RngStream | None = None
         self._deterministic_eval = cfg.eval.deterministic
         self.skipped_steps = 0
         self.skipped_in_a_row = 0  # reset by every applied step; too many: diverged
@@ -137,32 +152,17 @@ class PPOPolicy(Policy):
         return learn.clip_ratio if own is None else float(own)
 
     def _prepare_learn(self, data: Any) -> dict[str, torch.Tensor]:
-        """The advantage step on one rollout or a list of them (a parallel learn task's
-        files), concatenated into one batch; a batch that has ``adv`` passes as it is."""
-        rollouts = data if isinstance(data, list) else [data]
-        batches, infos = [], []
-        for rollout in rollouts:
-            if "adv" in rollout:
-                batches.append(rollout)
-                continue
-            batch, info = self._advantages(rollout, self._ref_logp)
-            batches.append(batch)
-            infos.append(info)
-        if infos:
-            self._data_info = {k: sum(i[k] for i in infos) / len(infos) for k in infos[0]}
-            for last in ("charts/kl_reward_coef", "data/pending_steps"):
-                if last in infos[-1]:
-                    self._data_info[last] = infos[-1][last]
-        if len(batches) == 1:
-            return batches[0]
-        return {k: torch.cat([b[k] for b in batches]) for k in batches[0]}
+        """One rollout or a list of them (a parallel learn task's files) refreshed with this
+        policy as asked and through the advantage step, as one batch
+        (:class:`~ding_lite.policy.prepare.RolloutPrep`); a batch with ``adv`` passes."""
+        batch, self._data_info = self._prep(data)
+        return batch
 
     @torch.no_grad()
     def _ref_logp(self, data: dict[str, torch.Tensor]) -> torch.Tensor:
         """Log-probs of a rollout's actions under the reference policy."""
         assert self._ref_model is not None
-        memory = (data["core_state"], data["episode_start"]) if "core_state" in data else ()
-        return self._ref_model.get_dist(data["obs"], *memory).log_prob(data["action"])
+        return self._ref_model.get_dist(data["obs"], *memory_of(data)).log_prob(data["action"])
 
     def _forward_learn(self, data: Any) -> dict[str, float]:
         """One PPO update on ``data`` (a prepared batch, or rollouts: then the advantage
@@ -171,7 +171,8 @@ class PPOPolicy(Policy):
         version carries them, while this update used the observations as stored."""
         if isinstance(data, list) or "adv" not in data:
             data = self._prepare_learn(data)
-        info = {**self._update(data), **self._data_info}
+        with self.update_rng or contextlib.nullcontext():
+            info = {**self._update(data), **self._data_info}
         self._data_info = {}
         for key, rms in (("obs_norm_update", self.obs_rms), ("ret_norm_update", self.ret_rms)):
             if rms is not None and key in data:
@@ -322,9 +323,7 @@ class PPOPolicy(Policy):
         return self.model.initial_state(batch, self.device if device is None else device)
 
     @torch.inference_mode()
-    def _forward_collect(
-        self, obs: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _forward_collect(self, obs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return self.model.act(obs)
 
     @torch.inference_mode()
@@ -378,6 +377,8 @@ class PPOPolicy(Policy):
             state["ref_model"] = self._ref_model.state_dict()
         if self._advantages.estimator.episodic or self._advantages.kl is not None:
             state["advantage_step"] = self._advantages.state_dict()  # held-back steps, KL coef
+        if self.update_rng is not None:
+            state["update_rng"] = self.update_rng.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any], model_only: bool = False) -> None:
@@ -394,3 +395,5 @@ class PPOPolicy(Policy):
             self._ref_model.load_state_dict(state["ref_model"])
         if "advantage_step" in state:
             self._advantages.load_state_dict(state["advantage_step"])
+        if self.update_rng is not None and "update_rng" in state:
+            self.update_rng.load_state_dict(state["update_rng"])

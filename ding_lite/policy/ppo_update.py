@@ -46,6 +46,8 @@ class Minibatch(NamedTuple):
             segments, ``[S, state_size]`` (rows are the segments' steps, segment-major);
             None for a feed-forward model.
         episode_start: For a recurrent model, bool [N]: rows where an episode starts.
+        logp_prox: Log-probabilities under the learner's policy as the update started, [N],
+            for a proximal policy loss (``decoupled``); None otherwise.
     """
 
     obs: Tensor
@@ -56,6 +58,7 @@ class Minibatch(NamedTuple):
     adv: Tensor
     state: Tensor | None = None
     episode_start: Tensor | None = None
+    logp_prox: Tensor | None = None
 
 
 class LossTerms(NamedTuple):
@@ -202,7 +205,7 @@ def minibatches(
     Args:
         data: The batch: ``obs``, ``action``, ``logp``, ``value``, ``adv``, ``ret``, each
             with B rows; for a recurrent model also ``episode_start`` (B rows) and
-            ``core_state`` (one row per segment).
+            ``core_state`` (one row per segment); for a proximal loss ``logp_prox``.
         order: Segment indices in ``range(B / horizon)``, the same on every rank: a
             permutation, or segments drawn by priority (:meth:`SegmentSampler.epoch`).
         mb_size: Samples per minibatch, a multiple of ``horizon``, whose segments are a
@@ -245,6 +248,7 @@ def minibatches(
             adv=mb_adv,
             state=data["core_state"][segs] if recurrent else None,
             episode_start=data["episode_start"][mb_inds] if recurrent else None,
+            logp_prox=data["logp_prox"][mb_inds] if "logp_prox" in data else None,
         )
 
 
@@ -277,7 +281,10 @@ def loss_terms(
     dist, newvalue = model(mb.obs, *memory)
     clip = clip_ratio if isinstance(clip_ratio, ClipRanges) else ClipRanges(float(clip_ratio))
     logp = dist.log_prob(mb.action)
-    pg_loss, metrics = policy_loss(logp, mb.logp, mb.adv, clip)
+    if mb.logp_prox is None:
+        pg_loss, metrics = policy_loss(logp, mb.logp, mb.adv, clip)
+    else:  # a proximal loss (decoupled): clipped around the learner's starting policy
+        pg_loss, metrics = policy_loss(logp, mb.logp, mb.adv, clip, logp_prox=mb.logp_prox)
     metrics = dict(metrics)
     kl = metrics.pop("approx_kl", None)
     if kl is None:  # the usual estimate, for target_kl and the log

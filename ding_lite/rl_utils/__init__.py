@@ -16,6 +16,7 @@ from .policy_loss import (
     PolicyLossFn,
     get_policy_loss,
     list_policy_losses,
+    needs_proximal,
     register_policy_loss,
 )
 from .ppo import (
@@ -27,6 +28,7 @@ from .ppo import (
     ppo_value_loss,
 )
 from .prioritized import is_weights, prio_beta, segment_probs
+from .vtrace import vtrace
 
 __all__ = [
     "ADV_ESTIMATOR_REGISTRY",
@@ -45,6 +47,7 @@ __all__ = [
     "is_weights",
     "list_adv_estimators",
     "list_policy_losses",
+    "needs_proximal",
     "normalize_advantages",
     "ppo_policy_loss",
     "ppo_value_loss",
@@ -52,4 +55,5 @@ __all__ = [
     "register_adv_estimator",
     "register_policy_loss",
     "segment_probs",
+    "vtrace",
 ]

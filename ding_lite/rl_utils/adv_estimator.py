@@ -1,9 +1,12 @@
 """A registry of advantage estimators, so configs can name one (``adv_estimator: gae``).
 
-Two kinds:
+Three kinds:
 
 - *step-level* (GAE): a function with the signature of :func:`~ding_lite.rl_utils.gae.gae`
   over a rollout's [T, B] tensors, returning ``(advantages, returns)``;
+- *off-policy step-level* (``off_policy=True``; V-trace, :mod:`~ding_lite.rl_utils.vtrace`):
+  the same, and also the keywords ``log_rho`` (the learner's log-probs over the behaviour
+  policy's, [T, B]), ``rho_max`` and ``c_max``;
 - *episode-level* (``episodic=True``; REINFORCE++, GRPO, RLOO, see
   :mod:`~ding_lite.rl_utils.critic_free`): a function over whole episodes laid end to end,
   which also receives each step's group key.
@@ -23,6 +26,7 @@ from ding_lite.utils.registry import Registry
 
 from .critic_free import grpo, reinforce_pp, rloo
 from .gae import gae_with_returns
+from .vtrace import vtrace
 
 AdvFn = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, float, float], tuple[Tensor, Tensor]]
 """``fn(rewards, values, next_values, terminated, dones, gamma, lam) -> (adv, returns)``."""
@@ -43,6 +47,9 @@ class AdvEstimator:
             its group) is complete, and no value network is needed.
         grouped: It compares the episodes of a group, so it needs ``env.reset_group_size``
             above 1 (GRPO, RLOO).
+        off_policy: A step-level estimator that also takes ``log_rho``, the log importance
+            ratio of the learner's policy (as the update starts) over the behaviour
+            policy, and ``rho_max`` / ``c_max`` (V-trace).
     """
 
     name: str
@@ -50,6 +57,7 @@ class AdvEstimator:
     normalize: bool
     episodic: bool = False
     grouped: bool = False
+    off_policy: bool = False
 
 
 ADV_ESTIMATOR_REGISTRY: Registry[AdvEstimator] = Registry("advantage estimator")
@@ -63,6 +71,7 @@ def register_adv_estimator(
     force: bool = False,
     episodic: bool = False,
     grouped: bool = False,
+    off_policy: bool = False,
 ) -> Any:
     """Registers an advantage estimator under ``name``; without ``fn``, a decorator.
 
@@ -79,6 +88,8 @@ def register_adv_estimator(
         force: Replace an estimator already registered under ``name`` instead of raising.
         episodic: ``fn`` is episode-level (see :class:`AdvEstimator`).
         grouped: ``fn`` compares the episodes of a group (implies ``episodic``).
+        off_policy: ``fn`` is step-level and takes ``log_rho``, ``rho_max`` and ``c_max``
+            (see :class:`AdvEstimator`).
 
     Returns:
         The registered :class:`AdvEstimator`; the decorator form returns the decorated
@@ -88,7 +99,10 @@ def register_adv_estimator(
         RegistryError: If ``name`` is taken and ``force`` is False, or ``name`` is empty
             (a ``KeyError`` and a ``ValueError``, as every ding_lite registry raises).
         TypeError: If ``fn`` is not callable.
+        ValueError: If ``off_policy`` is given with ``episodic`` or ``grouped``.
     """
+    if off_policy and (episodic or grouped):
+        raise ValueError(f"advantage estimator {name!r}: off_policy is for step-level ones")
 
     def add(fn: AdvFn) -> AdvEstimator:
         if not callable(fn):
@@ -99,6 +113,7 @@ def register_adv_estimator(
             normalize=bool(normalize),
             episodic=bool(episodic or grouped),
             grouped=bool(grouped),
+            off_policy=bool(off_policy),
         )
         return ADV_ESTIMATOR_REGISTRY.register(name, estimator, force=force)
 
@@ -116,8 +131,8 @@ def get_adv_estimator(name: str) -> AdvEstimator:
     """Looks up a registered advantage estimator.
 
     Args:
-        name: A registered name, e.g. ``"gae"``, ``"gae_no_norm"``, ``"reinforce_pp"``,
-            ``"grpo"`` or ``"rloo"``.
+        name: A registered name, e.g. ``"gae"``, ``"gae_no_norm"``, ``"vtrace"``,
+            ``"reinforce_pp"``, ``"grpo"`` or ``"rloo"``.
 
     Returns:
         The :class:`AdvEstimator`.
@@ -136,6 +151,7 @@ def list_adv_estimators() -> list[str]:
 
 register_adv_estimator("gae", gae_with_returns, normalize=True)
 register_adv_estimator("gae_no_norm", gae_with_returns, normalize=False)
+register_adv_estimator("vtrace", vtrace, normalize=True, off_policy=True)
 register_adv_estimator("reinforce_pp", reinforce_pp, normalize=False, episodic=True)
 register_adv_estimator("grpo", grpo, normalize=False, grouped=True)
 register_adv_estimator("rloo", rloo, normalize=False, grouped=True)

@@ -49,18 +49,28 @@ def gae(
         Advantages, shape [T, B], dtype of ``values``. Differentiable through its inputs,
         though callers normally pass detached tensors.
     """
-    tensors = (rewards, values, next_values, terminated, dones)
-    if len({t.shape for t in tensors}) != 1:
-        shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
-        raise ValueError(
-            "gae expects rewards, values, next_values, terminated and dones of one shape "
-            f"[T, B]; got {shapes}"
-        )
+    check_one_shape("gae", rewards, values, next_values, terminated, dones)
     dtype = values.dtype
     not_terminated = 1.0 - terminated.to(dtype)
     # Everything but the recursion is elementwise, so it is done for all T at once.
     deltas = rewards.to(dtype) + gamma * next_values * not_terminated - values
     carry = (gamma * lam) * (1.0 - dones.to(dtype))
+    return backward_sums(deltas, carry)
+
+
+def check_one_shape(fn: str, *tensors: Tensor) -> None:
+    """Raises ValueError, naming the shapes, unless every [T, B] input of ``fn`` (rewards,
+    values, next_values, terminated, dones, then any others) has one shape."""
+    if len({t.shape for t in tensors}) != 1:
+        shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
+        raise ValueError(
+            f"{fn} expects rewards, values, next_values, terminated, dones (and the rest) of "
+            f"one shape [T, B]; got {shapes}"
+        )
+
+
+def backward_sums(deltas: Tensor, carry: Tensor) -> Tensor:
+    """``A_t = deltas_t + carry_t * A_{t+1}`` from the last step back, ``A_T = 0``; [T, B]."""
     advantages = torch.empty_like(deltas)
     last = deltas.new_zeros(deltas.shape[1:])
     for t in range(deltas.shape[0] - 1, -1, -1):

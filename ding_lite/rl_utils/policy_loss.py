@@ -14,9 +14,13 @@ A policy loss is a function ``fn(logp, logp_old, adv, clip) -> (loss, metrics)``
 
 Built in: ``ppo_clip`` (the clipped surrogate of the PPO paper), ``dual_clip`` (Ye et al.,
 2020: for negative advantages the loss is also bounded by ``clip_ratio_c`` times the
-advantage, so a ratio far above 1 cannot make it unbounded) and ``clip_higher`` (DAPO, Yu et
+advantage, so a ratio far above 1 cannot make it unbounded), ``clip_higher`` (DAPO, Yu et
 al., 2025: a clip range of its own above 1, ``clip_ratio_high``, beside the one below,
-``clip_ratio_low``). Register another in a config file or script::
+``clip_ratio_low``) and ``decoupled`` (Hilton et al., 2021: the ratio clipped around the
+*proximal* policy, the learner's as the update starts, and each sample weighted by the
+proximal over the behaviour policy, truncated at ``is_max``; for data a policy version or
+more old). A loss registered with ``proximal=True`` also gets the keyword ``logp_prox``,
+the proximal policy's log-probs [N]. Register another in a config file or script::
 
     @register_policy_loss("plain_pg")
     def plain_pg(logp, logp_old, adv, clip):
@@ -47,12 +51,15 @@ class ClipRanges:
         clip_ratio_high: ``clip_higher``'s range above 1 (None: ``clip_ratio``).
         clip_ratio_c: ``dual_clip``'s bound: for a negative advantage the loss is at most
             ``-clip_ratio_c * adv`` per sample; above 1.
+        is_max: ``decoupled``'s truncation of the importance weight of the proximal over
+            the behaviour policy.
     """
 
     clip_ratio: float
     clip_ratio_low: float | None = None
     clip_ratio_high: float | None = None
     clip_ratio_c: float = 3.0
+    is_max: float = 1.0
 
     @property
     def low(self) -> float:
@@ -70,6 +77,7 @@ class ClipRanges:
             clip_ratio_low=learn.get("clip_ratio_low"),
             clip_ratio_high=learn.get("clip_ratio_high"),
             clip_ratio_c=float(learn.get("clip_ratio_c", 3.0)),
+            is_max=float(learn.get("is_max", 1.0)),
         )
 
 
@@ -77,15 +85,20 @@ PolicyLossFn = Callable[[Tensor, Tensor, Tensor, ClipRanges], tuple[Tensor, dict
 """``fn(logp, logp_old, adv, clip) -> (loss, metrics)``, see the module docstring."""
 
 POLICY_LOSS_REGISTRY: Registry[PolicyLossFn] = Registry("policy loss")
+_PROXIMAL: dict[str, bool] = {}  # name -> registered with proximal=True
 
 
-def register_policy_loss(name: str, fn: PolicyLossFn | None = None, *, force: bool = False) -> Any:
+def register_policy_loss(
+    name: str, fn: PolicyLossFn | None = None, *, force: bool = False, proximal: bool = False
+) -> Any:
     """Registers a policy loss under ``name``; without ``fn``, a decorator.
 
     Args:
         name: Name used in configs (``policy.learn.policy_loss``); a non-empty string.
         fn: The loss; see :data:`PolicyLossFn`. Omitted, the call returns a decorator.
         force: Replace a loss already registered under ``name`` instead of raising.
+        proximal: ``fn`` also takes the keyword ``logp_prox`` (the learner's log-probs as
+            the update starts), which the learner then computes for every rollout.
 
     Returns:
         ``fn``; the decorator form returns the decorated function itself.
@@ -99,6 +112,7 @@ def register_policy_loss(name: str, fn: PolicyLossFn | None = None, *, force: bo
         if not callable(fn):
             raise TypeError(f"policy loss {name!r}: fn must be callable; got {fn!r}")
         POLICY_LOSS_REGISTRY.register(name, fn, force=force)
+        _PROXIMAL[name] = bool(proximal)
         return fn
 
     return add if fn is None else add(fn)
@@ -111,6 +125,16 @@ def get_policy_loss(name: str) -> PolicyLossFn:
         RegistryError: ``name`` is unknown; the message suggests the closest name.
     """
     return POLICY_LOSS_REGISTRY.get(name)
+
+
+def needs_proximal(name: str) -> bool:
+    """Whether the loss registered under ``name`` takes ``logp_prox``.
+
+    Raises:
+        RegistryError: ``name`` is unknown; the message suggests the closest name.
+    """
+    POLICY_LOSS_REGISTRY.get(name)
+    return _PROXIMAL.get(name, False)
 
 
 def list_policy_losses() -> list[str]:
@@ -167,3 +191,30 @@ def clip_higher(
     with torch.no_grad():
         clipfrac = ((ratio < 1.0 - low) | (ratio > 1.0 + high)).to(ratio.dtype).mean()
     return per_sample.mean(), {"approx_kl": approx_kl(logratio), "clipfrac": clipfrac}
+
+
+@register_policy_loss("decoupled", proximal=True)
+def decoupled(
+    logp: Tensor, logp_old: Tensor, adv: Tensor, clip: ClipRanges, *, logp_prox: Tensor
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """Decoupled PPO: ``mean(w * max(-adv * r, -adv * clamp(r, 1 - eps, 1 + eps)))`` with
+    ``r = exp(logp - logp_prox)`` (the ratio to the proximal policy) and the weight
+    ``w = min(exp(logp_prox - logp_old), is_max)`` (proximal over behaviour, no gradient).
+    With ``logp_prox == logp_old`` it is ``ppo_clip`` bit for bit. ``approx_kl`` and
+    ``clipfrac`` are taken against the proximal policy; ``is_weight_mean`` is the mean
+    weight and ``is_truncated`` the share of samples whose weight ``is_max`` cut."""
+    eps = clip.clip_ratio
+    with torch.no_grad():
+        raw = (logp_prox - logp_old).exp()
+        weight = torch.clamp(raw, max=clip.is_max)
+    logratio = logp - logp_prox
+    ratio = logratio.exp()
+    pg_loss1 = -adv * ratio
+    pg_loss2 = -adv * torch.clamp(ratio, 1.0 - eps, 1.0 + eps)
+    pg_loss = (torch.max(pg_loss1, pg_loss2) * weight).mean()
+    with torch.no_grad():
+        approx = ((ratio - 1.0) - logratio).mean()
+        clipfrac = ((ratio - 1.0).abs() > eps).to(ratio.dtype).mean()
+        truncated = (raw > clip.is_max).to(ratio.dtype).mean()
+    metrics = {"approx_kl": approx, "clipfrac": clipfrac, "is_weight_mean": weight.mean()}
+    return pg_loss, {**metrics, "is_truncated": truncated}

@@ -86,3 +86,22 @@ def test_give_back_after_a_lost_learner(tmp_path):
     assert ledger.counts["dropped_rollback"] == 1 and ledger.samples == 16
     ledger.discard_rest()
     assert balanced(ledger.ledger()) and not any(os.path.exists(p) for p in paths)
+
+
+def test_dropped_samples_count_the_files_dropped_before_the_run_end(tmp_path):
+    data = tmp_path / "data"
+    paths = [_write(data, "collector0", i, 0, samples=8 * (i + 1)) for i in range(4)]
+    ledger = RolloutLedger(data)
+    ledger.offer_all(paths)
+    ledger.take(1000, 0)
+    for path in paths[1:]:
+        os.unlink(path)  # the learner consumed them
+    ledger.settle(
+        {
+            "trained": [paths[1]],
+            "dropped_stale": [paths[2]],
+            "dropped_invalid": [paths[3]],
+            "dropped_run_end": [paths[0]],
+        }
+    )
+    assert ledger.dropped_samples == 24 + 32  # stale and invalid; trained and run end not

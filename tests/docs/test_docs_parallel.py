@@ -183,6 +183,7 @@ def test_fault_table_answers_every_row_of_the_issue():
 def test_numbers_the_page_states():
     text = page_text()
     assert COLLECTOR_SEED_STRIDE == 10007 and EVAL_SEED_OFFSET == 1_000_003
+    assert "gets ``seed + 10007 * i``" in text
     assert launcher.CHILD_STOP_S == 8.0  # 4 s to exit, 4 s after SIGTERM, then SIGKILL
     assert "gives the worker processes 4 s to exit on their own" in text
     assert inspect.signature(AsyncCollector).parameters["max_pending_files"].default == 16

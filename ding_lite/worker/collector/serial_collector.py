@@ -12,7 +12,9 @@ from ding_lite.envs.buffered import BufferedEnv, split_env
 from ding_lite.model.normalizer import first_statistics
 from ding_lite.policy.advantages import as_rows
 from ding_lite.policy.base import CollectMode
+from ding_lite.utils.rng import COLLECT_STREAM, RngStream, stream_seed
 from ding_lite.utils.stats import count_outcomes
+from ding_lite.worker.collector.collector_state import collector_state, load_collector_state
 
 
 class SerialCollector:
@@ -39,6 +41,12 @@ class SerialCollector:
             reset) and ``group`` (``copy // group_size``), which an episode-level advantage
             estimator needs (``ding_lite.policy.advantages``).
         group_size: env copies per reset group (``env.reset_group_size``).
+        rng: the random stream actions are sampled from (None: torch's global generator);
+            :meth:`from_config` gives one seeded from ``seed``, so a parallel collector
+            samples what a serial run with its seed samples.
+        next_obs: also ship ``next_obs``, the observation after each step (the final one
+            where an episode ended), so the learner can recompute ``next_value``
+            (``policy.learn.recompute_values``).
 
     A recurrent policy (``policy.recurrent``) is stepped with its state, one per env copy,
     zeroed where an episode starts; each rollout also holds ``episode_start`` and the state
@@ -69,6 +77,8 @@ class SerialCollector:
         horizon: int = 1,
         episodes: bool = False,
         group_size: int = 1,
+        rng: RngStream | None = None,
+        next_obs: bool = False,
     ) -> None:
         if horizon < 1 or n_steps % horizon:
             raise ValueError(f"n_steps={n_steps} is not a whole number of {horizon}-step segments")
@@ -77,6 +87,8 @@ class SerialCollector:
         self.n_steps = n_steps
         self.horizon = horizon
         self.gamma = gamma
+        self.rng = rng
+        self.next_obs = next_obs
         self.agents = int(getattr(env, "num_agents", 1))
         rows = env.num_envs * self.agents  # policy rows per env step
         # Each row's episode number and reset group, for an episode-level estimator.
@@ -133,6 +145,8 @@ class SerialCollector:
             horizon=cfg.policy.learn.bptt_horizon,
             episodes=policy.adv_estimator.episodic,
             group_size=cfg.env.get("reset_group_size", 1),
+            rng=RngStream(stream_seed(seed, COLLECT_STREAM), env.device),
+            next_obs=bool(cfg.policy.learn.get("recompute_values", False)),
         )
 
     def _alloc(self) -> None:
@@ -161,7 +175,6 @@ class SerialCollector:
             self._b_state = torch.empty((T, *self._state.shape), device=dev)
             self._b_start = torch.empty((T, B), dtype=torch.bool, device=dev)
 
-    @torch.inference_mode()
     def collect(self) -> dict[str, torch.Tensor]:
         """Runs one rollout of ``n_steps`` env steps per copy.
 
@@ -180,6 +193,13 @@ class SerialCollector:
             segment's start); ``obs_norm_update`` and ``ret_norm_update`` (float64
             ``[1, summary size]``) with the statistics on.
         """
+        if self.rng is None:
+            return self._collect()
+        with self.rng:
+            return self._collect()
+
+    @torch.inference_mode()
+    def _collect(self) -> dict[str, torch.Tensor]:
         obs_rms, ret_rms = _running_stats(self.policy)
         if obs_rms is not None and obs_rms.count == 0:
             obs_rms = first_statistics(obs_rms, self._obs)
@@ -262,6 +282,8 @@ class SerialCollector:
             "terminated": rows(self._b_terminated),
             "done": rows(self._b_dones),
         }
+        if self.next_obs:
+            data["next_obs"] = rows(final_obs.view(self._b_obs.shape))
         if self._episode is not None:
             data["episode"] = rows(self._b_episode)
             data["group"] = rows(self._group.expand(T, B))
@@ -335,64 +357,17 @@ class SerialCollector:
         return count_outcomes(list(self.recent_outcomes)).rates()
 
     def state_dict(self) -> dict[str, Any]:
-        """Env state, current observation and counters, so a resumed run continues exactly."""
-        return {
-            "env": self.env.state_dict(),
-            "obs": self._obs.clone(),
-            "envstep": self.envstep,
-            "episodes": self.episodes,
-            "recent_returns": list(self.recent_returns),
-            "recent_lengths": list(self.recent_lengths),
-            "recent_outcomes": list(self.recent_outcomes),
-            "running_return": self._running_return.clone(),
-            **({"episode": self._episode.clone()} if self._episode is not None else {}),
-            **(
-                {"core_state": self._state.clone(), "episode_start": self._episode_start.clone()}
-                if self.recurrent
-                else {}
-            ),
-        }
+        """Env state, current observation, counters and random stream, so a resumed run
+        continues exactly."""
+        return collector_state(self)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores what :meth:`state_dict` returned (see :func:`load_collector_state`)."""
+        load_collector_state(self, state)
 
     def close(self) -> None:
         """Closes the env it steps (all groups: gymnasium subprocesses end)."""
         self.env.close()
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores what :meth:`state_dict` returned.
-
-        Raises:
-            ValueError: the state was saved with another ``async_factor``, or holds no
-                recurrent state for a recurrent policy.
-        """
-        saved = len(state["env"].get("groups", [state["env"]]))
-        if saved != self.async_factor:
-            raise ValueError(
-                f"the collector state was saved with collector.async_factor={saved}, this "
-                f"collector has {self.async_factor}; resume with the same value"
-            )
-        self.env.load_state_dict(state["env"])
-        self._obs = state["obs"].to(self.env.device)
-        self.envstep = int(state["envstep"])
-        self.episodes = int(state["episodes"])
-        window = self.recent_returns.maxlen
-        self.recent_returns = deque(state["recent_returns"], maxlen=window)
-        self.recent_lengths = deque(state["recent_lengths"], maxlen=window)
-        # Checkpoints written before outcomes were tracked have no such key.
-        self.recent_outcomes = deque(state.get("recent_outcomes", ()), maxlen=window)
-        if "running_return" in state:  # older checkpoints have none (it was not used)
-            self._running_return = state["running_return"].to(self.env.device)
-        if self._episode is not None:
-            if "episode" not in state:
-                raise ValueError(
-                    "the collector state holds no episode numbers: it was saved for a "
-                    "step-level advantage estimator; resume with the same estimator"
-                )
-            self._episode = state["episode"].to(self.env.device)
-        if self.recurrent:
-            if "core_state" not in state:
-                raise ValueError("the collector state holds no recurrent state for this policy")
-            self._state = state["core_state"].to(self.env.device)
-            self._episode_start = state["episode_start"].to(self.env.device)
 
 
 def _running_stats(policy: Any) -> tuple[Any, Any]:

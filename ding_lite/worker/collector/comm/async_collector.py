@@ -35,6 +35,9 @@ class AsyncCollector:
             reported by ``drain()`` under "evals".
         report_first: also call ``on_policy`` once the first rollout is written, with the
             policy the collector started with (``evaluator.before_train``).
+        sync: synchronous collection (``system.sync_collect``): after each rollout the loop
+            waits for a policy version newer than the one it collected with, so every
+            rollout is collected by the newest policy (a rollback lifts the wait).
     """
 
     def __init__(
@@ -47,6 +50,7 @@ class AsyncCollector:
         max_pending_files: int = 16,
         on_policy: Any = None,
         report_first: bool = False,
+        sync: bool = False,
     ) -> None:
         self.collector = collector
         # A stream of its own, so that a learner holding back unfinished episodes tells this
@@ -68,6 +72,10 @@ class AsyncCollector:
         self._evals: list[dict[str, Any]] = []
         self._on_policy = on_policy
         self._report_first = report_first  # on_policy after the first rollout, swapped or not
+        self.sync = sync
+        self._collected_with: int | None = None  # sync: the version of the last rollout
+        self._pending_rollback = False
+        self._loaded_any = False  # a published policy replaced the built one's weights
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -98,7 +106,8 @@ class AsyncCollector:
         Args:
             path: the policy file.
             version: its version; one not newer than the current (or pending) one is
-                ignored, unless ``rollback``.
+                ignored, unless ``rollback`` or no policy was loaded yet (the first one,
+                version 0 included, replaces the weights the collector was built with).
             published_at: ``time.time()`` of publication, to measure the sync latency.
             rollback: the learner restarted from an older checkpoint: this version replaces
                 whatever the loop holds, and newer versions follow from it.
@@ -112,8 +121,11 @@ class AsyncCollector:
         with self._lock:
             pending = self._pending_policy
             newest = pending[0] if pending is not None else self.policy_version
-            if rollback or version > newest:
+            first = pending is None and not self._loaded_any
+            if rollback or version > newest or first:
                 self._pending_policy = (version, state, published_at or time.time())
+            if rollback:
+                self._pending_rollback = True  # sync: goes ahead whatever its version
 
     def drain(self) -> dict[str, Any]:
         """Returns what was collected since the last call.
@@ -166,15 +178,24 @@ class AsyncCollector:
         """Loads the pending policy, if any; returns whether it did."""
         with self._lock:
             pending, self._pending_policy = self._pending_policy, None
+            self._pending_rollback = False
         if pending is None:
             return False
         version, state, published_at = pending
         self.policy.collect_mode.load_state_dict({"model": state})
-        self.policy_version = version
+        self.policy_version, self._loaded_any = version, True
         if record_latency:
             with self._lock:
                 self._sync_latency.append(max(time.time() - published_at, 0.0))
         return True
+
+    def _awaits_policy(self) -> bool:
+        """Synchronous collection: whether the next rollout waits for a newer version."""
+        if not self.sync or self._collected_with is None:
+            return False
+        with self._lock:
+            pending, rollback = self._pending_policy, self._pending_rollback
+        return pending is None or (pending[0] <= self._collected_with and not rollback)
 
     def _report_on_policy(self) -> None:
         """Runs the ``on_policy`` callback for the current version (e.g. an evaluation)."""
@@ -188,7 +209,7 @@ class AsyncCollector:
         try:
             while not self._stop.is_set():
                 self._unconsumed = [p for p in self._unconsumed if p.exists()]
-                if len(self._unconsumed) >= self.max_pending_files:
+                if len(self._unconsumed) >= self.max_pending_files or self._awaits_policy():
                     self._stop.wait(0.002)
                     continue
                 # Swapped in right before the rollout that acts with it, not while paused: a
@@ -207,6 +228,8 @@ class AsyncCollector:
                     episode_returns=self.collector.last_returns,
                 )
                 self._seq += 1
+                if self.sync:
+                    self._collected_with = self.policy_version
                 self._unconsumed.append(Path(meta["path"]))
                 with self._lock:
                     self._outbox.append(meta)

@@ -125,6 +125,7 @@ class FlaskFileSystemCollector:
             max_pending_files=cfg.system.max_pending_files,
             # evaluator.before_train: the policy it starts with is evaluated too.
             report_first=bool(cfg.evaluator.get("before_train")),
+            sync=cfg.system.sync_collect,
         )
         try:
             if data.get("evaluate"):

@@ -168,6 +168,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             cfg.policy.learn.bptt_horizon,
             n_steps=cfg.policy.collect.n_steps,
             episodes=self.policy.adv_estimator.episodic,
+            next_obs=cfg.policy.learn.recompute_values,
         )
         self.batch_size = batch
         exp_dir = Path(cfg.exp_dir)
@@ -289,7 +290,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
                 return self._info(intake)
             info = self._info(intake, **published)
         if learner.tb_logger is not None:
-            learner.tb_logger.add_scalar("charts/policy_lag", info["policy_lag"], learner.envstep)
+            tb, step = learner.tb_logger, learner.envstep
+            tb.add_scalar("charts/policy_lag", info["policy_lag"], step)
+            tb.add_scalar("charts/policy_lag_max", info["policy_lag_max"], step)
         return info
 
     def close_task(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -368,6 +371,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         }
         if intake.lags:
             info["policy_lag"] = sum(intake.lags) / len(intake.lags)
+            info["policy_lag_max"] = max(intake.lags)
         return info
 
     def _stop_learner(self, timeout: float) -> None:

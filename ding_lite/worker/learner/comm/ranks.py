@@ -29,6 +29,7 @@ import torch
 from ding_lite.config.config import compile_config
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
+from ding_lite.policy.build import seed_updates
 from ding_lite.utils import distributed
 from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import ConfigError
@@ -78,6 +79,7 @@ def build_policy(cfg: Any, device_override: str | None = None) -> tuple[Any, Any
         device=device,
         total_iters=total_iters or cfg.max_train_iter,
     )
+    seed_updates(policy, cfg.seed)  # the stream a serial run's update draws from
     return probe, policy, batch
 
 

@@ -1,0 +1,35 @@
+"""What the coordinator needs from the parts around it: the task transport and the
+supervisor that restarts workers."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Transport(Protocol):
+    """What the coordinator needs from the transport (``interaction.Master`` provides it)."""
+
+    def worker_ids(self, role: str) -> list[str]: ...
+
+    def send_task(self, worker_id: str, name: str, data: dict, timeout: float) -> Any: ...
+
+    def send_task_async(self, worker_id: str, name: str, data: dict, timeout: float) -> Any: ...
+
+
+class Supervisor(Protocol):
+    """Restarts workers (the launcher); the per-role coordinator runs without one."""
+
+    restarts: int
+
+    def worker_failed(self, worker_id: str, role: str, reason: str) -> bool:
+        """Stops what is left of the worker; returns whether a replacement will register."""
+
+    def pending(self, role: str) -> int:
+        """Replacements started or due that have not registered yet."""
+
+    def poll(self) -> None:
+        """Starts the replacements whose backoff has passed."""
+
+    def retire(self, worker_id: str) -> None:
+        """The worker was dropped for good (a restart would fail the same way): its exit is
+        no failure to replace."""

@@ -1,0 +1,68 @@
+"""A SerialCollector's state in a checkpoint: what a resumed run needs to continue exactly."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+
+def collector_state(c: Any) -> dict[str, Any]:
+    """Env state, current observation, counters, statistics windows, random stream and
+    (as the collector has them) episode numbers and recurrent state of a collector."""
+    return {
+        "env": c.env.state_dict(),
+        "obs": c._obs.clone(),
+        "envstep": c.envstep,
+        "episodes": c.episodes,
+        "recent_returns": list(c.recent_returns),
+        "recent_lengths": list(c.recent_lengths),
+        "recent_outcomes": list(c.recent_outcomes),
+        "running_return": c._running_return.clone(),
+        **({"rng": c.rng.state_dict()} if c.rng is not None else {}),
+        **({"episode": c._episode.clone()} if c._episode is not None else {}),
+        **(
+            {"core_state": c._state.clone(), "episode_start": c._episode_start.clone()}
+            if c.recurrent
+            else {}
+        ),
+    }
+
+
+def load_collector_state(c: Any, state: dict[str, Any]) -> None:
+    """Restores what :func:`collector_state` returned into collector ``c``.
+
+    Raises:
+        ValueError: the state was saved with another ``async_factor``, or holds no
+            recurrent state for a recurrent policy.
+    """
+    saved = len(state["env"].get("groups", [state["env"]]))
+    if saved != c.async_factor:
+        raise ValueError(
+            f"the collector state was saved with collector.async_factor={saved}, this "
+            f"collector has {c.async_factor}; resume with the same value"
+        )
+    c.env.load_state_dict(state["env"])
+    c._obs = state["obs"].to(c.env.device)
+    c.envstep = int(state["envstep"])
+    c.episodes = int(state["episodes"])
+    window = c.recent_returns.maxlen
+    c.recent_returns = deque(state["recent_returns"], maxlen=window)
+    c.recent_lengths = deque(state["recent_lengths"], maxlen=window)
+    # Checkpoints written before outcomes were tracked have no such key.
+    c.recent_outcomes = deque(state.get("recent_outcomes", ()), maxlen=window)
+    if "running_return" in state:  # older checkpoints have none (it was not used)
+        c._running_return = state["running_return"].to(c.env.device)
+    if c.rng is not None and "rng" in state:  # older checkpoints sampled globally
+        c.rng.load_state_dict(state["rng"])
+    if c._episode is not None:
+        if "episode" not in state:
+            raise ValueError(
+                "the collector state holds no episode numbers: it was saved for a "
+                "step-level advantage estimator; resume with the same estimator"
+            )
+        c._episode = state["episode"].to(c.env.device)
+    if c.recurrent:
+        if "core_state" not in state:
+            raise ValueError("the collector state holds no recurrent state for this policy")
+        c._state = state["core_state"].to(c.env.device)
+        c._episode_start = state["episode_start"].to(c.env.device)

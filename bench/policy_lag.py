@@ -8,9 +8,12 @@ modes and compares env steps (and iterations, wall seconds) to the target:
 - ``serial``: ``python -m ding_lite serial -c EXP``;
 - ``sync-1c``: ``python -m ding_lite parallel -c EXP --collectors 1 system.sync_collect=true``
   (the collector rolls out only with the newest policy: no lag, nothing dropped);
-- ``async-1c``: ``python -m ding_lite parallel -c EXP --collectors 1``;
-- ``async-2c``: ``python -m ding_lite parallel -c EXP --collectors 2 env.num_envs=N/2``, so
-  that each iteration trains on as many samples as in the other modes.
+- ``async-1c``: ``python -m ding_lite parallel -c EXP_parallel --collectors 1
+  env.num_envs=N``: the bundled parallel experiment as it is (its corrections for policy
+  lag included), with the serial run's N env copies;
+- ``async-2c``: ``python -m ding_lite parallel -c EXP_parallel --collectors 2
+  env.num_envs=N/2``, so that each iteration trains on as many samples as in the other
+  modes.
 
 Every run gets ``--exp-dir DIR -q --seed S`` and is launched as that command, in a fresh
 process. Tasks: ``halfcheetah`` is ``mujoco_ppo`` (gym:HalfCheetah-v5, 8 copies x 256 steps
@@ -56,6 +59,8 @@ MODES = ("serial", "sync-1c", "async-1c", "async-2c")
 COLLECTORS = {"sync-1c": 1, "async-1c": 1, "async-2c": 2}
 EVAL_EVERY = 20_480  # env steps between evaluations, in every mode
 # task -> (experiment, its num_envs and n_steps, overrides of every mode, target)
+# The experiment the asynchronous modes run (the serial one's parallel version).
+PARALLEL_EXPERIMENT = {"halfcheetah": "mujoco_ppo_parallel", "pendulum": "pendulum_ppo_parallel"}
 TASKS = {
     "halfcheetah": (
         "mujoco_ppo",
@@ -87,6 +92,8 @@ def overrides(task: str, mode: str, extra: Iterable[str] = ()) -> dict[str, str]
     result.update(extra_map)
     if mode == "sync-1c":
         result["system.sync_collect"] = "true"
+    if mode in COLLECTORS:  # the parallel experiments' own num_envs is per collector
+        result.setdefault("env.num_envs", str(num_envs))
     if mode == "async-2c":
         if num_envs % 2:
             raise ValueError(f"async-2c halves env.num_envs, which is odd ({num_envs})")
@@ -101,7 +108,8 @@ def command(
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
     pipeline = "serial" if mode == "serial" else "parallel"
-    cmd = [sys.executable, "-m", "ding_lite", pipeline, "-c", TASKS[task][0]]
+    experiment = PARALLEL_EXPERIMENT[task] if mode.startswith("async") else TASKS[task][0]
+    cmd = [sys.executable, "-m", "ding_lite", pipeline, "-c", experiment]
     cmd += ["--exp-dir", str(exp_dir), "-q", "--seed", str(seed)]
     if mode in COLLECTORS:
         cmd += ["--collectors", str(COLLECTORS[mode])]

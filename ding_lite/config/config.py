@@ -39,6 +39,7 @@ EXPERIMENTS = (
     "aircombat_ppo",
     "aircombat_ppo_parallel",
     "mujoco_ppo",
+    "mujoco_ppo_parallel",
     "cartpole_lstm_ppo",
     "pendulum_lstm_ppo",
     "aircombat_selfplay_ppo",

@@ -35,7 +35,9 @@ def test_commands_of_each_mode(task, tmp_path):
         cmd = bench.command(task, mode, 3, tmp_path / "run")
         assert cmd[:3] == [sys.executable, "-m", "ding_lite"]
         assert cmd[3] == ("serial" if mode == "serial" else "parallel")
-        assert cmd[cmd.index("-c") + 1] == exp
+        # The asynchronous modes run the bundled parallel experiment, corrections and all.
+        want = f"{exp}_parallel" if mode.startswith("async") else exp
+        assert cmd[cmd.index("-c") + 1] == want
         assert cmd[cmd.index("--exp-dir") + 1] == str(tmp_path / "run")
         assert cmd[cmd.index("--seed") + 1] == "3" and "-q" in cmd
         collectors = {"serial": None, "sync-1c": "1", "async-1c": "1", "async-2c": "2"}[mode]
@@ -50,8 +52,10 @@ def test_commands_of_each_mode(task, tmp_path):
             assert overrides["system.sync_collect"] == "true"
         if mode == "async-2c":
             assert overrides["env.num_envs"] == str(num_envs // 2)
-        else:
+        elif mode == "serial":
             assert "env.num_envs" not in overrides
+        else:  # one collector with all of serial's copies
+            assert overrides["env.num_envs"] == str(num_envs)
         if task == "halfcheetah":
             assert overrides["evaluator.stop_value"] == "1500"
             assert overrides["env.name"] == "gym:HalfCheetah-v5"

@@ -1,4 +1,6 @@
-"""cartpole_ppo for the parallel pipeline: 1 learner, 2 collectors; solved at 475."""
+"""cartpole_ppo for the parallel pipeline: 1 learner, 2 collectors; solved at 475. The learner
+corrects for the policy lag of its data (docs/parallel.rst, Policy lag): values recomputed
+with its own critic and the decoupled loss."""
 
 from ding_lite.config.experiments.cartpole_ppo import config as _serial
 
@@ -6,6 +8,10 @@ config = dict(
     _serial,
     exp_name="cartpole_ppo_parallel",
     env=dict(name="cartpole", num_envs=16),
+    policy=dict(
+        _serial["policy"],
+        learn=dict(_serial["policy"]["learn"], recompute_values=True, policy_loss="decoupled"),
+    ),
     system=dict(learners=1, collectors=2, max_policy_lag=2),
     # A restarted learner resumes from its newest checkpoint: lose at most 5 iterations.
     learner=dict(hook=dict(_serial.get("learner", {}).get("hook", {}), save_ckpt_after_iter=5)),

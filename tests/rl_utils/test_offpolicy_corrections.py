@@ -86,6 +86,17 @@ def test_vtrace_truncates_ratios_above_its_maxima():
     assert not torch.allclose(loose[0], got[0])
 
 
+def test_vtrace_keeps_rho_max_and_c_max_apart():
+    # Two steps, one copy, both ratios 2, gamma 0.9, lam 1, rho_max 1.5, c_max 1, r = 1, V = 0:
+    # delta = [1.5 * 1, 1.5 * 1] = [1.5, 1.5]; A_1 = 1.5; A_0 = 1.5 + 0.9 * 1 * 1 * 1.5 = 2.85.
+    # (Swapping the two truncations would give delta = [1, 1], A_0 = 1 + 0.9 * 1.5 = 2.35.)
+    ones, zeros = torch.ones(2, 1), torch.zeros(2, 1)
+    no = torch.zeros(2, 1, dtype=torch.bool)
+    log_rho = torch.full((2, 1), math.log(2.0))
+    adv, _ = vtrace(ones, zeros, zeros, no, no, 0.9, 1.0, log_rho=log_rho, rho_max=1.5, c_max=1.0)
+    torch.testing.assert_close(adv.squeeze(1), torch.tensor([2.85, 1.5]), rtol=0, atol=1e-6)
+
+
 def test_vtrace_refuses_bad_input():
     inputs = _rollout()
     with pytest.raises(ValueError, match="one shape"):

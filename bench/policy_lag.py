@@ -6,6 +6,8 @@ rollout that lags too far is dropped. This script runs the same workload through
 modes and compares env steps (and iterations, wall seconds) to the target:
 
 - ``serial``: ``python -m ding_lite serial -c EXP``;
+- ``serial-1t``: the same with ``OMP_NUM_THREADS=1``: the float order of ``sync-1c``'s
+  learner (one thread beside its collector on 2 cores), so the two compute the same run;
 - ``sync-1c``: ``python -m ding_lite parallel -c EXP --collectors 1 system.sync_collect=true``
   (the collector rolls out only with the newest policy: no lag, nothing dropped);
 - ``async-1c``: ``python -m ding_lite parallel -c EXP_parallel --collectors 1
@@ -55,7 +57,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-MODES = ("serial", "sync-1c", "async-1c", "async-2c")
+MODES = ("serial", "serial-1t", "sync-1c", "async-1c", "async-2c")
+#: Modes run on one torch thread whatever ``--threads`` says: serial-1t computes exactly what
+#: sync-1c computes (whose learner and collector have one thread each on 2 cores).
+ONE_THREAD = ("serial-1t",)
 COLLECTORS = {"sync-1c": 1, "async-1c": 1, "async-2c": 2}
 EVAL_EVERY = 20_480  # env steps between evaluations, in every mode
 # task -> (experiment, its num_envs and n_steps, overrides of every mode, target)
@@ -107,7 +112,7 @@ def command(
     """The command line of one run (``python -m ding_lite ...``)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
-    pipeline = "serial" if mode == "serial" else "parallel"
+    pipeline = "serial" if mode.startswith("serial") else "parallel"
     experiment = PARALLEL_EXPERIMENT[task] if mode.startswith("async") else TASKS[task][0]
     cmd = [sys.executable, "-m", "ding_lite", pipeline, "-c", experiment]
     cmd += ["--exp-dir", str(exp_dir), "-q", "--seed", str(seed)]
@@ -424,7 +429,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for task, seed, mode in runs:
             exp_dir = Path(tmp) / f"{task}_{mode}_{seed}"
             cmd = command(task, mode, seed, exp_dir, args.extra)
-            result, wall_s, error = launch(cmd, exp_dir, threads=args.threads, timeout=args.timeout)
+            threads = 1 if mode in ONE_THREAD else args.threads
+            result, wall_s, error = launch(cmd, exp_dir, threads=threads, timeout=args.timeout)
             shutil.rmtree(exp_dir, ignore_errors=True)
             row = row_from_result(
                 task,
@@ -433,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 result,
                 wall_s,
                 error=error,
-                threads=args.threads,
+                threads=threads,
                 commit=commit,
                 dirty=dirty,
                 extra=args.extra,

@@ -326,3 +326,31 @@ def test_a_collector_whose_start_was_interrupted_is_closed_and_its_files_booked(
     assert ledger["written"] == sum(
         v for k, v in ledger.items() if k.startswith(("trained", "dropped"))
     )
+
+
+class CorruptFirstLearnTask(LocalTransport):
+    """Overwrites the files of the first learn task with garbage before the learner reads
+    them, so that iteration trains on nothing."""
+
+    corrupted = False
+
+    def send_task(self, worker_id, name, data, timeout):
+        if name == "learner_learn_task" and data.get("files") and not self.corrupted:
+            self.corrupted = True
+            for meta in data["files"]:
+                Path(meta["path"]).write_bytes(b"not a rollout")
+        return super().send_task(worker_id, name, data, timeout)
+
+
+@pytest.mark.timeout(120)
+def test_sync_collection_goes_on_after_an_iteration_that_trained_nothing(tmp_path):
+    """A synchronous collector waits for a newer policy after each rollout; when the learner
+    drops every file of an iteration (no new version comes), the coordinator lets it go on
+    with the version it has instead of waiting for ever (the watchdog would end the run)."""
+    transport = CorruptFirstLearnTask(make_workers(1))
+    cfg = tiny_cfg(tmp_path, **{"system.sync_collect": "true", "system.collectors": 1})
+    cfg.system.stall_timeout = 30.0
+    status = Coordinator(cfg, transport).run(10)
+    assert transport.corrupted
+    assert status.stop_reason == "max_train_iter" and status.train_iter == 6, status.stop_detail
+    assert status.ledger["dropped_invalid"] >= 1 and status.policy_lag_max == 0

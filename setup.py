@@ -12,7 +12,11 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["ding_lite", "ding_lite.*"]),
-    package_data={"ding_lite.config": ["experiments/*.py"]},
+    package_data={
+        "ding_lite.config": ["experiments/*.py"],
+        # The dashboard page (ding-lite dashboard): served from the package, nothing fetched.
+        "ding_lite.entry.live": ["static/*"],
+    },
     install_requires=[
         "torch>=2.1",
         "numpy",
@@ -46,6 +50,8 @@ setup(
             "sphinx>=7",
             "furo",
             "docutils",  # the reST parser under the docs tests' Sphinx build
+            # Drives Debian's chromium (installed by .ci/run) to check the dashboard page.
+            "selenium>=4.10",
         ],
         "bench": ["gymnasium[mujoco]>=1.0", "stable-baselines3"],
     },

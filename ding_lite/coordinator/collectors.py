@@ -48,9 +48,10 @@ class CollectorPool:
         self.state: dict[str, str] = {}
         self.index: dict[str, int] = {}
         self.envsteps: dict[str, int] = {}
+        self.versions: dict[str, int] = {}  # the policy version each collector said it holds
         self.evaluator: str | None = None
         self._polls: dict[str, Future] = {}
-        self._syncs: list[tuple[str, Future]] = []
+        self._syncs: list[tuple[str, int, Future]] = []
         self._failures: dict[str, int] = {}
         self._idle_until: dict[str, float] = {}
         self._backoff = Backoff()
@@ -102,6 +103,7 @@ class CollectorPool:
                 self.c.worker_failed(cid, "collector", outcome.error)
             return
         self.state[cid] = RUNNING
+        self.versions[cid] = policy[1]
         if evaluate:
             self.evaluator = cid
         out = outcome.result or {}
@@ -130,7 +132,7 @@ class CollectorPool:
                 self._polls[cid] = self.c.transport.send_task_async(
                     cid, "collector_data_task", {}, self.c.cfg.system.http_timeout
                 )
-        self._syncs = [(cid, f) for cid, f in self._syncs if not self._sync_done(cid, f)]
+        self._syncs = [s for s in self._syncs if not self._sync_done(*s)]
         self.c.status.collectors_alive = len(self.running())
 
     def _harvest(self, cid: str, outcome: Any) -> None:
@@ -203,6 +205,7 @@ class CollectorPool:
         if c.status.solved:
             return  # the evaluation that solved the run stays the run's figure
         c.status.eval_return, c.status.eval_win_rate = report["return_mean"], win
+        c.status.eval_policy_version = report["policy_version"]
         c.status.eval_seconds = report.get("seconds")
         c.status.solved = report["solved"]
 
@@ -222,15 +225,17 @@ class CollectorPool:
             future = self.c.transport.send_task_async(
                 cid, "collector_policy_sync_task", task, self.c.cfg.system.http_timeout
             )
-            self._syncs.append((cid, future))
+            self._syncs.append((cid, version, future))
 
-    def _sync_done(self, cid: str, future: Future) -> bool:
+    def _sync_done(self, cid: str, version: int, future: Future) -> bool:
         if not future.done():
             return False
         outcome = future.result()
         if not outcome.success:
             self.c.status.failed_tasks += 1
             self._quiet("error", f"sync-{cid}", f"policy sync on {cid} failed: {outcome.error}")
+        else:
+            self.versions[cid] = version
         return True
 
     # --- close ---------------------------------------------------------------------------
@@ -256,7 +261,7 @@ class CollectorPool:
                     self.take_output(cid, future.result().result or {})
                 except ResultError as err:
                     self.c.logger.error(f"close of {cid}: bad result: {err}")
-        for _, future in self._syncs:
+        for _, _, future in self._syncs:
             _wait(future, deadline)
 
 

@@ -133,7 +133,7 @@ class Coordinator:
             self.stop_run(
                 stop.STALLED,
                 f"no iteration for {self.watchdog.silent_for():.0f} s (limit "
-                f"{self.watchdog.limit:.0f} s); waiting on {self._waiting_on()}",
+                f"{self.watchdog.limit:.0f} s); waiting on {self.waiting_on()}",
             )
         return self.status.stop_reason is not None or self.status.done
 
@@ -146,7 +146,8 @@ class Coordinator:
             self._no_collectors_since = time.monotonic()
         return time.monotonic() - self._no_collectors_since
 
-    def _waiting_on(self) -> str:
+    def waiting_on(self) -> str:
+        """What the run waits for right now (the watchdog names it when the run stalls)."""
         if self.learner is None:
             return "a learner to register"
         if self.rollouts.samples < self._demand():

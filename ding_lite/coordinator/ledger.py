@@ -42,6 +42,7 @@ class RolloutLedger:
         self._handed: dict[str, dict[str, Any]] = {}  # sent in a learn task, not settled
         self._seen: set[str] = set()  # every path ever accepted (reports and scans agree)
         self.counts = dict.fromkeys(LEDGER_KEYS, 0)
+        self.written_by: dict[str, int] = {}  # files accepted, by the collector that wrote them
         #: Samples of the files dropped stale, invalid or rolled back (not at the run's end).
         self.dropped_samples = 0
 
@@ -87,6 +88,7 @@ class RolloutLedger:
             return False
         self._seen.add(key)
         self.counts["written"] += 1
+        self.written_by[meta["collector"]] = self.written_by.get(meta["collector"], 0) + 1
         self._waiting[key] = meta
         return True
 
@@ -175,6 +177,11 @@ class RolloutLedger:
         """The counts, with ``left_in_path_data``: complete rollout files still on disk."""
         left = len(scan_rollouts(self.path_data)) if self.path_data.is_dir() else 0
         return {**self.counts, "left_in_path_data": left}
+
+    def live(self) -> dict[str, int]:
+        """The counts while the run goes on (no folder scan): with the files ``waiting`` for
+        the learner and those ``in_learner`` (handed over, no verdict yet)."""
+        return {**self.counts, "waiting": len(self._waiting), "in_learner": len(self._handed)}
 
     @property
     def dropped(self) -> int:

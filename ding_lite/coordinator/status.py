@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+RECENT_LAGS = 20  # iterations whose mean lag status.json shows
+
 
 @dataclass
 class RunStatus:
@@ -15,11 +17,13 @@ class RunStatus:
     policy_lag: float = 0.0  # mean lag of the rollouts the last iteration trained on
     policy_lag_max: int = 0  # the largest lag of any rollout trained on in the run
     lag_sum: float = 0.0  # sum of the iterations' mean lags (for the run's mean)
+    recent_lags: list[float] = field(default_factory=list)  # the last iterations' mean lags
     iterations: int = 0  # iterations of this run that trained (a resumed one's not counted)
     gradient_steps: int = 0  # minibatches the learner trained on in the run
     dropped_env_steps: int = 0  # env steps of rollouts dropped stale, invalid or rolled back
     dropped: int = 0  # rollouts dropped for any reason (the ledger says which)
     eval_return: float | None = None
+    eval_policy_version: int | None = None  # the policy version the latest evaluation ran
     eval_seconds: float | None = None  # how long the latest evaluation took (perf/eval_s)
     eval_win_rate: float | None = None  # envs that report episode outcomes only
     solved: bool = False
@@ -51,6 +55,7 @@ class RunStatus:
         """Books an iteration that trained: its policy lag and gradient steps."""
         self.iterations += 1
         self.policy_lag, self.lag_sum = info["policy_lag"], self.lag_sum + info["policy_lag"]
+        self.recent_lags = [*self.recent_lags[1 - RECENT_LAGS :], info["policy_lag"]]
         self.policy_lag_max = max(self.policy_lag_max, info["policy_lag_max"])
         self.gradient_steps += info["minibatches"]
 

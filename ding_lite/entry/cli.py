@@ -200,6 +200,20 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _status(args: argparse.Namespace) -> int:
+    from ding_lite.entry.live.terminal import status_command
+
+    if args.interval <= 0:
+        raise DingLiteError(f"--interval must be positive, got {args.interval:g}")
+    return status_command(args.run_dir, args.watch, args.interval)
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from ding_lite.entry.live.dashboard import dashboard_command
+
+    return dashboard_command(args.run_dirs, args.host, args.port, args.open_for)
+
+
 def _worker(args: argparse.Namespace) -> int:
     from ding_lite.config.config import load_experiment
     from ding_lite.entry.parallel import run_worker
@@ -249,6 +263,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         "serial": _serial,
         "eval": _eval,
         "render": _render,
+        "status": _status,
+        "dashboard": _dashboard,
         "parallel": _parallel,
         "coordinator": _coordinator,
         "learner": _worker,

@@ -111,6 +111,27 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--out", default="match.png", help="PNG to write (default match.png)")
     render.add_argument("--seed", type=int, default=0, help="seed of the episode (default 0)")
     render.add_argument("--opponent", help="P2's agent (default: the experiment's opponent)")
+    status = sub.add_parser("status", help="show a run's live status (its status.json)")
+    status.add_argument("run_dir", metavar="RUN_DIR", help="the run's experiment dir")
+    status.add_argument(
+        "-w", "--watch", action="store_true", help="redraw until the run ends (Ctrl-C stops)"
+    )
+    status.add_argument(
+        "--interval", type=float, default=2.0, help="seconds between redraws (default 2)"
+    )
+    dashboard = sub.add_parser(
+        "dashboard", help="serve a live web page of runs: status, workers, ledger, curves"
+    )
+    dashboard.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="experiment dirs")
+    dashboard.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    dashboard.add_argument(
+        "--port", type=int, default=0, help="port (default 0: a free one, printed)"
+    )
+    dashboard.add_argument(
+        "--open-for",
+        type=float,
+        help=argparse.SUPPRESS,  # tests: stop after this many seconds
+    )
     coordinator = sub.add_parser("coordinator", help="serve the coordinator for remote workers")
     _add_run_args(coordinator)
     coordinator.add_argument("--host", help="address to bind (default 127.0.0.1)")

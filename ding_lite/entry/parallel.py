@@ -19,7 +19,14 @@ from ding_lite.entry.launch.local import Launcher, LauncherTransport
 from ding_lite.entry.lifecycle import RunDir, prepare_run_dir, resumable, summary, tidy_data
 from ding_lite.entry.options import RunOptions, compile_run_config
 from ding_lite.entry.roles import run_coordinator, run_worker, start_master
-from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result
+from ding_lite.entry.run_report import (
+    StatusPrinter,
+    TbStatus,
+    close_status,
+    each,
+    live_status,
+    run_result,
+)
 from ding_lite.interaction import generate_token
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger, setup_file_logging
@@ -146,6 +153,7 @@ def _run(
     tb: TbStatus | None = None
     interrupted = False
     coordinator: Coordinator | None = None
+    live = live_status(cfg, run_dir.path, master, lambda: coordinator)
     try:
         say(f"coordinator at {master.address}; logs in {log_dir}")
         launcher.start_all()
@@ -157,11 +165,14 @@ def _run(
             on_status=each(printer, tb),
             supervisor=launcher,
         )
+        live.state = "running"
         try:
             coordinator.run(wait_workers=cfg.system.join_timeout)
         except KeyboardInterrupt:
             interrupted = True
+        close_status(live, coordinator.status)
     finally:
+        live.stop()
         if tb is not None:
             tb.close()
         launcher.stop_all()

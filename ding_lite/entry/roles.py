@@ -14,7 +14,14 @@ from typing import Any
 
 from ding_lite.coordinator import Coordinator
 from ding_lite.entry.lifecycle import prepare_run_dir, summary, tidy_data
-from ding_lite.entry.run_report import StatusPrinter, TbStatus, each, run_result
+from ding_lite.entry.run_report import (
+    StatusPrinter,
+    TbStatus,
+    close_status,
+    each,
+    live_status,
+    run_result,
+)
 from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
 from ding_lite.interaction import Master, Slave, resolve_token
 from ding_lite.utils import distributed
@@ -86,16 +93,21 @@ def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> 
         master = start_master(cfg, token)
         tb = None
         interrupted = False
+        coordinator = None
+        live = live_status(cfg, run_dir.path, master, lambda: coordinator)
         try:
             say(f"coordinator at {master.address}; waiting for workers", flush=True)
             printer = StatusPrinter(say, 5.0, master, start)
             tb = TbStatus(run_dir.path / "tb" / "coordinator")
             coordinator = Coordinator(cfg, master, on_status=each(printer, tb))
+            live.state = "running"
             try:
                 coordinator.run(wait_workers=cfg.system.join_timeout)
             except KeyboardInterrupt:
                 interrupted = True
+            close_status(live, coordinator.status)
         finally:
+            live.stop()
             if tb is not None:
                 tb.close()
             master.stop()

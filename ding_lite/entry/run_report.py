@@ -10,10 +10,27 @@ from typing import Any
 
 from ding_lite.coordinator import RunStatus
 from ding_lite.entry.lifecycle import RunFigures, build_result, summary
+from ding_lite.entry.live.snapshots import final_state, parallel_snapshot
+from ding_lite.entry.live.status_file import StatusWriter
 from ding_lite.utils.log import build_tb_logger, close_tb_logger
 from ding_lite.utils.stats import count_outcomes
 
 STATS_WINDOW = 100  # training episodes behind the status line's and result's win rate
+
+
+def live_status(cfg: Any, run_dir: Path, master: Any, get_coordinator: Any) -> StatusWriter:
+    """Starts ``<run_dir>/status.json`` of a parallel run's coordinator process."""
+    snapshot = parallel_snapshot(get_coordinator, master)
+    return StatusWriter(run_dir, snapshot, pipeline="parallel", exp_name=cfg.exp_name).start()
+
+
+def close_status(live: StatusWriter, status: RunStatus) -> None:
+    """The last status.json of a parallel run: its final state, stop reason and ledger."""
+    live.close(
+        final_state(status.stop_reason),
+        stop_reason=status.stop_reason,
+        stop_detail=status.stop_detail,
+    )
 
 
 class StatusPrinter:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import socket
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ding_lite.entry.lifecycle import RESULT_FILE, RunDir, RunFigures, build_result, summary
+from ding_lite.entry.live.snapshots import final_state, serial_snapshot
+from ding_lite.entry.live.status_file import StatusWriter
 from ding_lite.entry.options import RunOptions, compile_run_config
 from ding_lite.entry.progress import Progress
 from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
@@ -123,6 +126,8 @@ class SerialRun:
         )
         self.logger = get_logger("serial")
         self.last_eval: EvalResult | None = None
+        self.eval_at: tuple[int, int] = (0, 0)  # iteration and env steps of the last eval
+        self.live: StatusWriter | None = None  # status.json, once the dir is prepared
         self.before_train: EvalResult | None = None  # evaluator.before_train's result
         self.solved = False
         self.stop_reason: str | None = None
@@ -132,6 +137,7 @@ class SerialRun:
     def _evaluate(self, tb_logger: Any) -> None:
         start = time.perf_counter()
         result = self.last_eval = self.evaluator.eval()
+        self.eval_at = (self.learner.train_iter, self.collector.envstep)
         tb_logger.add_scalar("perf/eval_s", time.perf_counter() - start, self.collector.envstep)
         self.solved = self.solved or result.solved
         if self.best.improves(result.return_mean, self.learner.train_iter):
@@ -202,8 +208,10 @@ class SerialRun:
         elif isinstance(err, KeyboardInterrupt):
             self.stop_reason = INTERRUPTED
         else:
+            self._close_status("failed", stop_detail=f"{type(err).__name__}: {err}")
             return
         detail = str(err) if isinstance(err, DiskFullError) else ""
+        self._close_status(final_state(self.stop_reason), stop_detail=detail)
         try:
             run_dir.write_result(self._result(start, stop_detail=detail))
         except OSError as write_err:  # DiskFullError too; the caller reports the first error
@@ -218,6 +226,12 @@ class SerialRun:
                 # Only now, with every input accepted, does the run write anything.
                 run_dir.prepare(cfg)
                 log_handler = setup_file_logging(self.run_dir / "log.txt")
+                self.live = StatusWriter(
+                    self.run_dir,
+                    serial_snapshot(self, socket.gethostname()),
+                    pipeline="serial",
+                    exp_name=cfg.exp_name,
+                ).start()
                 learner.tb_logger = build_tb_logger(self.run_dir / "tb")
                 resumed = (
                     f", resumed at iteration {learner.train_iter}" if learner.train_iter else ""
@@ -229,6 +243,8 @@ class SerialRun:
                 self._loop(verbose)
                 learner.call_hook("after_run")
         finally:
+            if self.live is not None:
+                self.live.stop()  # the last snapshot, with the stop reason, comes below
             learner.close()
             if learner.tb_logger is not None:
                 close_tb_logger(learner.tb_logger)
@@ -237,12 +253,20 @@ class SerialRun:
                 log_handler.close()
         result = self._result(start)
         run_dir.write_result(result)
+        self._close_status(final_state(self.stop_reason))
         return result
+
+    def _close_status(self, state: str, **final: Any) -> None:
+        """The last status.json: the final state and stop reason (no-op before it began)."""
+        if self.live is not None:
+            self.live.close(state, stop_reason=self.stop_reason, **final)
 
     def _loop(self, verbose: int) -> None:
         learner, collector, tb_logger = self.learner, self.collector, self.learner.tb_logger
         bar = Progress(self.cfg.max_env_step, enabled=bool(verbose), start=collector.envstep)
         sps_meter = self.sps_meter = _SpsMeter(collector.envstep)
+        if self.live is not None:
+            self.live.state = "running"
         if self.cfg.evaluator.get("before_train") and learner.train_iter == 0:
             self._evaluate(tb_logger)
             self.before_train, self.solved = self.last_eval, False  # it never ends the run

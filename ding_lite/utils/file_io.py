@@ -25,9 +25,9 @@ _ZIP_MAGIC = b"PK\x03\x04"
 _STALE_TMP_RE = re.compile(r"^\..+\.[A-Za-z0-9_]+\.tmp$")
 
 
-def _atomic_write(path: str | os.PathLike, write: Any) -> None:
+def _atomic_write(path: str | os.PathLike, write: Any, durable: bool = True) -> None:
     try:
-        _write_then_replace(Path(path), write)
+        _write_then_replace(Path(path), write, durable)
     except DiskFullError:
         raise
     except OSError as err:
@@ -36,14 +36,15 @@ def _atomic_write(path: str | os.PathLike, write: Any) -> None:
         raise
 
 
-def _write_then_replace(path: Path, write: Any) -> None:
+def _write_then_replace(path: Path, write: Any, durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -51,6 +52,8 @@ def _write_then_replace(path: Path, write: Any) -> None:
         except FileNotFoundError:
             pass
         raise
+    if not durable:
+        return
     # Make the rename itself durable; not every platform lets us open a folder.
     try:
         dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -79,13 +82,16 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> None:
     _atomic_write(path, lambda f: f.write(buffer.getbuffer()))
 
 
-def atomic_write_text(text: str, path: str | os.PathLike) -> None:
+def atomic_write_text(text: str, path: str | os.PathLike, durable: bool = True) -> None:
     """Writes ``text`` atomically to ``path`` (UTF-8).
+
+    Readers see the old file or the new one, never a part. ``durable=False`` skips the
+    fsyncs: the file may be lost in a power cut (fine for one rewritten every second).
 
     Raises:
         DiskFullError: the disk (or quota) is full; no partial file is left.
     """
-    _atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+    _atomic_write(path, lambda f: f.write(text.encode("utf-8")), durable)
 
 
 def atomic_write_json(obj: Any, path: str | os.PathLike) -> None:

@@ -258,10 +258,20 @@ def read_tb_events(path: str | os.PathLike) -> dict[str, list[tuple[int, float, 
     protobuf classes, so no tensorboard install is needed; a record still being written at
     the end of the file is left out. CRCs are not checked.
     """
+    return read_tb_events_from(path, 0)[0]
+
+
+def read_tb_events_from(
+    path: str | os.PathLike, offset: int
+) -> tuple[dict[str, list[tuple[int, float, float]]], int]:
+    """The scalars of the complete records from byte ``offset`` on, and the offset after
+    the last complete one: read a file a writer still appends to a piece at a time."""
     from tensorboardX.proto import event_pb2
 
     scalars: dict[str, list[tuple[int, float, float]]] = {}
-    data = Path(path).read_bytes()
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read()
     pos = 0
     while pos + 12 <= len(data):
         (length,) = struct.unpack_from("<Q", data, pos)
@@ -275,4 +285,4 @@ def read_tb_events(path: str | os.PathLike) -> dict[str, list[tuple[int, float, 
                 point = (event.step, value.simple_value, event.wall_time)
                 scalars.setdefault(value.tag, []).append(point)
         pos = end + 4
-    return scalars
+    return scalars, offset + pos

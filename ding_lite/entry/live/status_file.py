@@ -1,0 +1,183 @@
+"""``<exp_dir>/status.json``: a run's live state, rewritten about once a second.
+
+A :class:`StatusWriter` thread asks the run for a snapshot (a dict of plain figures) and
+writes it atomically, so a reader (``ding-lite status``, ``ding-lite dashboard``, a script)
+always finds whole JSON: the previous version or the new one. The writer times itself;
+its total is in the file (``writer``), so the cost of watching a run is on record.
+Nothing secret goes in: the snapshot functions copy figures, never the config's token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ding_lite.utils.file_io import atomic_write_text
+from ding_lite.utils.log import get_logger
+
+STATUS_FILE = "status.json"
+SCHEMA = 1
+#: States of a run in status.json; the last three are final.
+STATES = ("starting", "running", "stopping", "finished", "failed", "interrupted")
+FINAL_STATES = STATES[3:]
+
+
+class StatusWriter:
+    """Writes ``snapshot()`` to ``<run_dir>/status.json`` every ``interval`` seconds.
+
+    Args:
+        run_dir: the run's experiment dir.
+        snapshot: returns the run's figures; called from the writer's thread, so it must
+            only copy (a figure read while the run changes it is fine: the next write has
+            the new one).
+        pipeline: ``"serial"`` or ``"parallel"``.
+        exp_name: the experiment's name (shown by the views).
+        interval: seconds between writes.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike,
+        snapshot: Callable[[], dict[str, Any]],
+        *,
+        pipeline: str,
+        exp_name: str,
+        interval: float = 1.0,
+    ) -> None:
+        self.path = Path(run_dir) / STATUS_FILE
+        self.snapshot = snapshot
+        self.interval = interval
+        # The writer's own time: snapshots, JSON and writes. ``seconds`` is its thread's CPU
+        # time (what watching costs the run); ``wall_seconds`` also counts waits for the GIL
+        # while the training thread holds it, during which the run goes on.
+        self.seconds = 0.0
+        self.wall_seconds = 0.0
+        self.writes = 0
+        #: ``"starting"`` until the run sets ``"running"``; :meth:`close` sets a final one.
+        self.state = "starting"
+        self._head = {
+            "schema": SCHEMA,
+            "pipeline": pipeline,
+            "exp_name": exp_name,
+            "exp_dir": str(Path(run_dir).resolve()),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started_at": time.time(),
+        }
+        self._start = time.perf_counter()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # one write at a time: the thread's or the final one
+        self._thread: threading.Thread | None = None
+        self._failed = False
+
+    def start(self) -> StatusWriter:
+        """Writes the first snapshot now, then one every ``interval`` seconds."""
+        self.write()
+        self._thread = threading.Thread(target=self._run, name="status-writer", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.write()
+
+    def write(self, **final: Any) -> None:
+        """Writes one snapshot (``final`` figures, e.g. the state and stop reason, on top)."""
+        with self._lock:
+            began, cpu0 = time.perf_counter(), time.thread_time()
+            try:
+                body = {**self.snapshot(), **final}
+            except RuntimeError:  # a container changed size while it was copied: next time
+                return
+            state = self.state
+            if state == "running" and body.get("stop_reason"):
+                state = "stopping"  # the run ends: workers close, the last figures come in
+            if body.get("state", state) in FINAL_STATES:
+                body["workers"] = [_closed(w) for w in body.get("workers", [])]
+            doc = {
+                **self._head,
+                "state": state,
+                **body,
+                "updated_at": time.time(),
+                "elapsed_s": round(began - self._start, 3),
+                "writer": {
+                    "writes": self.writes + 1,
+                    "seconds": round(self.seconds, 6),
+                    "wall_seconds": round(self.wall_seconds, 6),
+                },
+            }
+            try:
+                text = json.dumps(doc, indent=1, sort_keys=True, default=_plain)
+                atomic_write_text(text + "\n", self.path, durable=False)
+            except OSError as err:  # a full disk must not end the run; say it once
+                if not self._failed:
+                    get_logger().warning(f"could not write {self.path}: {err}")
+                self._failed = True
+                return
+            self.writes += 1
+            self.seconds += time.thread_time() - cpu0
+            self.wall_seconds += time.perf_counter() - began
+
+    def close(self, state: str, **final: Any) -> None:
+        """Stops the thread and writes the final snapshot with ``state`` (one of
+        :data:`FINAL_STATES`) and ``final``'s figures."""
+        self.stop()
+        self.state = state
+        self.write(state=state, **final)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stops the thread; writes nothing more (a run that removes its dir calls this)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+
+def _closed(worker: dict[str, Any]) -> dict[str, Any]:
+    """A worker row as the run's last snapshot shows it: one still at work is closed now."""
+    if worker.get("state") in ("running", "training", "standby", "registered"):
+        return {**worker, "state": "closed"}
+    return worker
+
+
+def _plain(value: Any) -> Any:
+    """JSON for what ``json`` does not know (numpy or torch scalars): a float, else text."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def read_status(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """The status.json of ``run_dir``.
+
+    Raises:
+        FileNotFoundError: the run has not written one (not a run dir, or a run from before
+            status.json existed).
+        ValueError: the file is not a status document.
+    """
+    path = Path(run_dir) / STATUS_FILE
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ValueError(f"{path} is not a ding_lite status file (schema {SCHEMA})")
+    return doc
+
+
+def pid_alive(pid: Any) -> bool | None:
+    """Whether process ``pid`` of this machine runs (None: cannot tell)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return None
+    return True

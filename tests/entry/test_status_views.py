@@ -237,3 +237,16 @@ def test_dashboard_refuses_a_run_dir_that_is_not_there(tmp_path, capsys):
     assert main(["dashboard", str(tmp_path / "missing"), "--open-for", "0"]) == 2
     assert "no such run dir" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
+
+
+def test_a_snapshot_that_fails_never_ends_the_run(tmp_path, caplog):
+    def broken():
+        raise AttributeError("no such figure")
+
+    writer = StatusWriter(tmp_path, broken, pipeline="serial", exp_name="t", interval=0.01)
+    writer.start()
+    time.sleep(0.1)
+    writer.close("failed", stop_reason="stalled")
+    final = read_status(tmp_path)
+    assert final["state"] == "failed" and final["stop_reason"] == "stalled"
+    assert sum("could not be read" in r.message for r in caplog.records) == 1  # said once

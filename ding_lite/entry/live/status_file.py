@@ -94,7 +94,12 @@ class StatusWriter:
             try:
                 body = {**self.snapshot(), **final}
             except RuntimeError:  # a container changed size while it was copied: next time
-                return
+                if not final:
+                    return
+                body = dict(final)
+            except Exception as err:  # watching must never end the run: say it once
+                self._warn_once(f"status.json: the run's figures could not be read ({err!r})")
+                body = dict(final)
             state = self.state
             if state == "running" and body.get("stop_reason"):
                 state = "stopping"  # the run ends: workers close, the last figures come in
@@ -116,13 +121,16 @@ class StatusWriter:
                 text = json.dumps(doc, indent=1, sort_keys=True, default=_plain)
                 atomic_write_text(text + "\n", self.path, durable=False)
             except OSError as err:  # a full disk must not end the run; say it once
-                if not self._failed:
-                    get_logger().warning(f"could not write {self.path}: {err}")
-                self._failed = True
+                self._warn_once(f"could not write {self.path}: {err}")
                 return
             self.writes += 1
             self.seconds += time.thread_time() - cpu0
             self.wall_seconds += time.perf_counter() - began
+
+    def _warn_once(self, message: str) -> None:
+        if not self._failed:
+            get_logger().warning(message)
+        self._failed = True
 
     def close(self, state: str, **final: Any) -> None:
         """Stops the thread and writes the final snapshot with ``state`` (one of

@@ -84,7 +84,7 @@ class RunPane {
     const rows = [
       ["env steps", "envstep", `${fmt(doc.envstep)}${cap}`],
       ["iteration", "iteration", fmt(doc.iteration)],
-      ["SPS", "sps", fmt(doc.sps, 0)],
+      ["SPS", "sps", doc.sps === undefined ? "-" : fmt(Math.round(doc.sps))],
       ["policy version", "policy", doc.policy_version === undefined ? "-" : `v${doc.policy_version}`],
       ["eval return", "eval", evalText],
       ["best eval", "best", fmt(best.return_mean, 1)],

@@ -36,6 +36,13 @@ setup(
         # what those envs import.
         "mujoco": ["gymnasium[mujoco]>=1.0"],
         "render": ["matplotlib"],
+        # ding-lite render --out FILE.mp4|.gif and evaluator.video_freq: imageio's ffmpeg
+        # plugin (ships an ffmpeg binary) writes .mp4, Pillow (an imageio dependency) .gif.
+        "video": ["imageio[ffmpeg]"],
+        # ding-lite plot: learning curves of runs to an image.
+        "plot": ["matplotlib"],
+        # logger.wandb=true: mirror runs to Weights & Biases.
+        "wandb": ["wandb"],
         # ding-lite parallel --launcher ray: workers as Ray actors, on one machine or a cluster.
         "ray": ["ray>=2.9"],
         # The docs site: sphinx-build -W -b html docs build/docs (docs/conf.py).
@@ -46,6 +53,9 @@ setup(
             "pytest-timeout",
             "gymnasium[mujoco]>=1.0",
             "matplotlib",
+            "wandb",
+            "imageio[ffmpeg]",
+            "gymnasium[classic-control]>=1.0",  # pygame: gym:CartPole-v1 draws frames
             "ray>=2.9",
             "sphinx>=7",
             "furo",

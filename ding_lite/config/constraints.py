@@ -34,6 +34,7 @@ CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "collector.stats_window": (lambda v: v >= 1, "at least 1"),
     "collector.async_factor": (lambda v: v >= 1, "at least 1"),
     "evaluator.eval_freq": (lambda v: v >= 0, "0 or more"),
+    "evaluator.video_freq": (lambda v: v >= 0, "0 or more"),
     "learner.keep_ckpts": (lambda v: v >= 1, "at least 1"),
     "max_env_step": (lambda v: v is None or v >= 1, "at least 1"),
     "max_train_iter": (lambda v: v is None or v >= 1, "at least 1"),

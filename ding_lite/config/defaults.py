@@ -278,6 +278,19 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # Constructor arguments of the evaluation env over env.kwargs (e.g. a self-play run
         # evaluated against a scripted opponent: {"opponent": "rule_based"}).
         env_kwargs={},
+        # Record env copy 0's episode of every this many evaluations as a video in
+        # <exp_dir>/videos (pip install 'ding-lite[video]'; 0: never).
+        video_freq=0,
+    ),
+    logger=dict(
+        # Mirror the run to Weights & Biases (pip install 'ding-lite[wandb]'): every
+        # tensorboard scalar, the config, and result.json's figures as the run's summary.
+        wandb=False,
+        # The W&B project, entity (team or user; None: your default entity) and group
+        # (None: none; give the seeds of one experiment one group).
+        wandb_project="ding_lite",
+        wandb_entity=None,
+        wandb_group=None,
     ),
 )
 
@@ -292,6 +305,8 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     "evaluator.stop_value": (float, int),
     "evaluator.min_train_return": (float, int),
     "system.token": (str,),
+    "logger.wandb_entity": (str,),
+    "logger.wandb_group": (str,),
 }
 
 # Keys that take more than one type (dotted key -> tuple of types).

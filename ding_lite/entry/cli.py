@@ -182,7 +182,28 @@ def _outcome_line(r: dict) -> str:
 
 def _render(args: argparse.Namespace) -> int:
     from ding_lite.entry.trained.render import OUTCOME_TEXT, render_match
+    from ding_lite.entry.trained.video import render_kind, render_video
 
+    if render_kind(args.out) == "video":  # .mp4, .gif: any env that draws
+        paths = _trained_paths(args)
+        v = render_video(
+            paths.config,
+            paths.ckpt,
+            args.out,
+            episodes=1 if args.episodes is None else args.episodes,
+            seed=args.seed,
+            opponent=args.opponent,
+            overrides=args.overrides,
+        )
+        returns = ", ".join(f"{r:.4g}" for r in v["returns"])
+        print(
+            f"{v['path']}: {len(v['returns'])} episode(s), {v['frames']} frames "
+            f"{v['width']}x{v['height']} at {v['fps']:g} fps, returns {returns} "
+            f"({v['checkpoint']}, iteration {v['train_iter']})"
+        )
+        return 0
+    if args.episodes not in (None, 1):
+        raise DingLiteError("--episodes applies to videos (.mp4, .gif); a .png draws one")
     paths = _trained_paths(args)
     r = render_match(
         paths.config,
@@ -212,6 +233,14 @@ def _dashboard(args: argparse.Namespace) -> int:
     from ding_lite.entry.live.dashboard import dashboard_command
 
     return dashboard_command(args.run_dirs, args.host, args.port, args.open_for)
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from ding_lite.entry.plot import plot_command
+
+    return plot_command(
+        args.run_dirs, args.out, args.metric, args.x, args.band, args.size, args.title
+    )
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -265,6 +294,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "render": _render,
         "status": _status,
         "dashboard": _dashboard,
+        "plot": _plot,
         "parallel": _parallel,
         "coordinator": _coordinator,
         "learner": _worker,

@@ -105,11 +105,20 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, help="seed of the eval env")
     evaluate.add_argument("--device", help="cpu, cuda, cuda:N or auto")
     render = sub.add_parser(
-        "render", help="draw one air-combat episode of a checkpoint's policy to a PNG"
+        "render",
+        help="a video (.mp4, .gif) of a checkpoint's policy, or an air-combat episode as a PNG",
     )
     _add_trained_args(render)
-    render.add_argument("--out", default="match.png", help="PNG to write (default match.png)")
-    render.add_argument("--seed", type=int, default=0, help="seed of the episode (default 0)")
+    render.add_argument(
+        "--out",
+        default="match.png",
+        help="the suffix chooses: .mp4 or .gif, a video of any env that draws; .png, an "
+        "air-combat picture (default match.png)",
+    )
+    render.add_argument("--episodes", type=int, help="episodes in a video (default 1)")
+    render.add_argument(
+        "--seed", type=int, default=0, help="seed of the (first) episode (default 0)"
+    )
     render.add_argument("--opponent", help="P2's agent (default: the experiment's opponent)")
     status = sub.add_parser("status", help="show a run's live status (its status.json)")
     status.add_argument("run_dir", metavar="RUN_DIR", help="the run's experiment dir")
@@ -130,8 +139,31 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard.add_argument(
         "--open-for",
         type=float,
-        help=argparse.SUPPRESS,  # tests: stop after this many seconds
+        metavar="S",
+        help="stop serving after S seconds (default: until Ctrl-C)",
     )
+    plot = sub.add_parser(
+        "plot", help="learning curves of runs (mean and band over seeds) to an image"
+    )
+    plot.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="experiment dirs")
+    plot.add_argument("--out", default="curves.png", help="image to write (default curves.png)")
+    plot.add_argument(
+        "--metric",
+        action="append",
+        metavar="TAG",
+        help="tensorboard tag to plot, repeatable or comma-separated (default charts/eval_return)",
+    )
+    plot.add_argument(
+        "--x", choices=("envstep", "wall"), default="envstep", help="x axis (default envstep)"
+    )
+    plot.add_argument(
+        "--band",
+        choices=("minmax", "ci"),
+        default="minmax",
+        help="band over a group's runs: min-max or 95%% t-interval of the mean (default minmax)",
+    )
+    plot.add_argument("--size", default="960x600", help="WIDTHxHEIGHT in pixels (default 960x600)")
+    plot.add_argument("--title", help="title of the figure")
     coordinator = sub.add_parser("coordinator", help="serve the coordinator for remote workers")
     _add_run_args(coordinator)
     coordinator.add_argument("--host", help="address to bind (default 127.0.0.1)")

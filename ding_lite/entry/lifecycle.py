@@ -28,6 +28,8 @@ from ding_lite.utils.errors import CheckpointError, ConfigError
 from ding_lite.utils.file_io import atomic_write_json
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.paths import BEST_CKPT
+from ding_lite.utils.stop import STOP_REASONS, exit_code
+from ding_lite.utils.wandb_mirror import WandbMirror, check_wandb
 from ding_lite.worker.learner.checkpoint import latest_checkpoint
 
 RESULT_FILE = "result.json"
@@ -103,12 +105,14 @@ class RunDir:
     Attributes:
         path: the experiment dir.
         resuming: the run continues one that used the dir before (a failure keeps it).
+        wandb: the run's W&B mirror (``logger.wandb``) from :meth:`prepare` to the result.
     """
 
     def __init__(self, lock: ExpDirLock, resuming: bool) -> None:
         self.lock = lock
         self.path = lock.path
         self.resuming = resuming
+        self.wandb: WandbMirror | None = None
 
     @classmethod
     def claim(cls, cfg: EasyDict, resuming: bool) -> RunDir:
@@ -120,6 +124,7 @@ class RunDir:
             ConfigError: the dir holds a run and this is no resume.
             CheckpointError: resuming a finished run that left no checkpoint.
         """
+        check_wandb(cfg)  # a missing optional package refuses the run before it writes
         run = cls(claim_exp_dir(cfg, resuming=resuming), resuming)
         cfg.exp_dir = str(run.path)
         if resuming:
@@ -145,17 +150,21 @@ class RunDir:
         return run
 
     def prepare(self, cfg: EasyDict, folders: Iterable[str | Path] = ()) -> None:
-        """Removes the temp files a killed run left in ``ckpt/`` and ``folders``, then writes
-        config.json: the first thing the run writes, once every input is accepted."""
-        for folder in (self.path / "ckpt", *map(Path, folders)):
+        """Removes the temp files a killed run left in the dir, ``ckpt/``, ``videos/`` and
+        ``folders``, then writes config.json: the first thing the run writes, once every
+        input is accepted. With ``logger.wandb`` it starts the run's W&B mirror."""
+        # The dir itself (status.json's temp file), ckpt/, videos/ and the shared folders.
+        for folder in (self.path, self.path / "ckpt", self.path / "videos", *map(Path, folders)):
             remove_temp_files(folder)
         save_config(cfg, self.path)
+        self.wandb = WandbMirror.start(cfg, self.path)
 
     def discard_if_untrained(self, trained: bool) -> bool:
         """For a run that failed: removes what it put in the dir unless it trained or
         resumes; returns whether it did."""
         if trained or self.resuming:
             return False
+        self._end_wandb(None)
         self.lock.discard()
         return True
 
@@ -164,11 +173,22 @@ class RunDir:
         return resumable(self.path)
 
     def write_result(self, result: dict[str, Any]) -> None:
-        """Writes ``result.json``: the one place any ding_lite code writes it."""
+        """Writes ``result.json``: the one place any ding_lite code writes it (and the W&B
+        run's summary)."""
         atomic_write_json(result, self.path / RESULT_FILE)
+        self._end_wandb(result)
+
+    def _end_wandb(self, result: dict[str, Any] | None) -> None:
+        """Ends the W&B run: with ``result`` as its summary, or failed (None)."""
+        mirror, self.wandb = self.wandb, None
+        if mirror is not None:
+            reason = (result or {}).get("stop_reason")
+            code = 1 if result is None else exit_code(reason) if reason in STOP_REASONS else 0
+            mirror.finish(result, exit_code=code)
 
     def release(self) -> None:
-        """Lets go of the dir (safe to repeat)."""
+        """Lets go of the dir (safe to repeat); a W&B run still open ends as failed."""
+        self._end_wandb(None)
         self.lock.release()
 
     def __enter__(self) -> RunDir:

@@ -171,6 +171,7 @@ def _run(
         except KeyboardInterrupt:
             interrupted = True
         close_status(live, coordinator.status)
+        tb.final(coordinator.status)  # the closing evaluation comes after the last iteration
     finally:
         live.stop()
         if tb is not None:

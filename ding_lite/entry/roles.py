@@ -106,6 +106,7 @@ def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> 
             except KeyboardInterrupt:
                 interrupted = True
             close_status(live, coordinator.status)
+            tb.final(coordinator.status)  # the closing evaluation comes after the last iteration
         finally:
             live.stop()
             if tb is not None:

@@ -85,10 +85,18 @@ class TbStatus:
     def __init__(self, log_dir: Path) -> None:
         self.writer = build_tb_logger(log_dir)
         self._returns_seen = 0
-        self._eval: tuple[float | None, float | None] = (None, None)
+        self._eval: tuple[int | None, float | None, float | None] = (None, None, None)
         self._start = time.perf_counter()
 
     def __call__(self, status: RunStatus) -> None:
+        step, add = status.envstep, self.writer.add_scalar
+        self._episodes_and_eval(status)
+        add("charts/SPS", step / max(time.perf_counter() - self._start, 1e-9), step)
+        add("charts/policy_lag", status.policy_lag, step)
+        add("charts/policy_lag_max", status.policy_lag_max, step)
+        add("data/dropped_env_steps", status.dropped_env_steps, step)
+
+    def _episodes_and_eval(self, status: RunStatus) -> None:
         step, add = status.envstep, self.writer.add_scalar
         new_returns = status.episode_returns[self._returns_seen :]
         self._returns_seen = len(status.episode_returns)
@@ -98,7 +106,7 @@ class TbStatus:
         if outcomes:
             for name, rate in count_outcomes(outcomes).rates().items():
                 add(f"charts/{name}", rate, step)
-        evaluation = (status.eval_return, status.eval_win_rate)
+        evaluation = (status.eval_policy_version, status.eval_return, status.eval_win_rate)
         if evaluation != self._eval and status.eval_return is not None:
             add("charts/eval_return", status.eval_return, step)
             if status.eval_win_rate is not None:
@@ -106,10 +114,11 @@ class TbStatus:
             if status.eval_seconds is not None:
                 add("perf/eval_s", status.eval_seconds, step)
         self._eval = evaluation
-        add("charts/SPS", step / max(time.perf_counter() - self._start, 1e-9), step)
-        add("charts/policy_lag", status.policy_lag, step)
-        add("charts/policy_lag_max", status.policy_lag_max, step)
-        add("data/dropped_env_steps", status.dropped_env_steps, step)
+
+    def final(self, status: RunStatus) -> None:
+        """Books what came in after the last iteration: the run's closing evaluation and
+        the episodes the collectors handed over when they closed."""
+        self._episodes_and_eval(status)
 
     def close(self, timeout: float = 5.0) -> None:
         """Closes the writer (bounded: see :func:`~ding_lite.utils.log.close_tb_logger`)."""

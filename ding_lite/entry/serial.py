@@ -26,6 +26,7 @@ from ding_lite.utils.log import build_tb_logger, close_tb_logger, get_logger, se
 from ding_lite.utils.rng import set_seed
 from ding_lite.utils.stop import DISK_FULL, INTERRUPTED, RunInterrupted, sigterm_interrupts
 from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
+from ding_lite.worker.collector.eval_video import EvalVideo, log_eval_video
 from ding_lite.worker.learner import BEST_CKPT, BaseLearner, BestEval
 
 EVAL_SEED_OFFSET = 1_000_003
@@ -123,6 +124,7 @@ class SerialRun:
             self.policy.eval_mode,
             stop_value=cfg.evaluator.stop_value,
             seed=eval_seed,
+            video=EvalVideo.from_config(cfg, run_dir),
         )
         self.logger = get_logger("serial")
         self.last_eval: EvalResult | None = None
@@ -136,8 +138,9 @@ class SerialRun:
 
     def _evaluate(self, tb_logger: Any) -> None:
         start = time.perf_counter()
-        result = self.last_eval = self.evaluator.eval()
+        result = self.last_eval = self.evaluator.eval(version=self.learner.train_iter)
         self.eval_at = (self.learner.train_iter, self.collector.envstep)
+        log_eval_video(tb_logger, result.video, self.collector.envstep, self.run_dir)
         tb_logger.add_scalar("perf/eval_s", time.perf_counter() - start, self.collector.envstep)
         self.solved = self.solved or result.solved
         if self.best.improves(result.return_mean, self.learner.train_iter):

@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from ding_lite.envs.autoreset import PooledStateEnv, observes_position_only
 from ding_lite.envs.base import StepResult
+from ding_lite.envs.canvas import Canvas
 from ding_lite.envs.spaces import Discrete
 
 GRAVITY = 9.8
@@ -28,6 +30,9 @@ TAU = 0.02
 THETA_THRESHOLD = 12 * 2 * math.pi / 360
 X_THRESHOLD = 2.4
 INIT_BOUND = 0.05
+# Frames (render): 600 x 400 pixels; the track spans the terminating positions and a margin.
+FRAME_WIDTH, FRAME_HEIGHT = 600, 400
+PIXELS_PER_METRE = FRAME_WIDTH / (2 * X_THRESHOLD + 1.0)
 
 
 class CartPoleEnv(PooledStateEnv):
@@ -45,6 +50,7 @@ class CartPoleEnv(PooledStateEnv):
     """
 
     name = "cartpole"
+    render_fps = round(1.0 / TAU)  # one frame per step shows the episode in real time
 
     def __init__(
         self,
@@ -195,6 +201,28 @@ class CartPoleEnv(PooledStateEnv):
                 "final_obs": final_obs,
             },
         )
+
+    def render(self) -> np.ndarray:
+        """Copy 0 as it is now, seen from the side: uint8 ``[400, 600, 3]``.
+
+        The cart on its track (ticks mark ``x = +-2.4``, where an episode terminates), the
+        pole leaning by its angle (to the right for a positive angle)."""
+        x, _, theta, _ = self._state[0].tolist()
+        canvas = Canvas(FRAME_WIDTH, FRAME_HEIGHT)
+        scale, track_y = PIXELS_PER_METRE, 0.7 * FRAME_HEIGHT
+        canvas.rect(0, track_y - 1, FRAME_WIDTH, track_y + 1, (0, 0, 0))
+        for limit in (-X_THRESHOLD, X_THRESHOLD):
+            tick = FRAME_WIDTH / 2 + limit * scale
+            canvas.rect(tick - 1, track_y, tick + 1, track_y + 12, (200, 0, 0))
+        cx = FRAME_WIDTH / 2 + x * scale
+        half_w, half_h = 0.25 * scale, 0.15 * scale  # a 0.5 m x 0.3 m cart
+        canvas.rect(cx - half_w, track_y - 2 * half_h, cx + half_w, track_y, (40, 40, 40))
+        axle_y = track_y - 1.5 * half_h
+        pole = 2 * HALF_LENGTH * scale
+        tip_x, tip_y = cx + pole * math.sin(theta), axle_y - pole * math.cos(theta)
+        canvas.segment(cx, axle_y, tip_x, tip_y, 10.0, (204, 153, 102))
+        canvas.disc(cx, axle_y, 5.0, (129, 132, 203))
+        return canvas.pixels
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()

@@ -12,7 +12,13 @@ from ding_lite.utils.errors import ConfigError
 
 
 def build_env(
-    cfg: Any, num_envs: int, device: Any, seed: int, *, evaluation: bool = False
+    cfg: Any,
+    num_envs: int,
+    device: Any,
+    seed: int,
+    *,
+    evaluation: bool = False,
+    render: bool = False,
 ) -> TensorVectorEnv:
     """Creates ``cfg.env.name`` with ``cfg.env.kwargs`` and ``cfg.env.vector_mode``; a bad
     name or argument, or a missing dependency of the env, is a ConfigError.
@@ -28,6 +34,9 @@ def build_env(
         seed: seed of the first reset.
         evaluation: an evaluation env: ``cfg.evaluator.env_kwargs`` override
             ``cfg.env.kwargs`` (e.g. a self-play run evaluated against a scripted opponent).
+        render: the env must draw frames (videos); so must an evaluation env when
+            ``evaluator.video_freq`` is set. A ``gym:<id>`` env is then built with
+            ``render_mode="rgb_array"`` (bundled envs always draw).
     """
     kwargs = dict(cfg.env.kwargs)
     if "reset_group_size" in kwargs:  # the collector reads the env section's key
@@ -37,6 +46,9 @@ def build_env(
         kwargs["reset_group_size"] = group_size
     if evaluation:
         kwargs.update(cfg.get("evaluator", {}).get("env_kwargs", {}))
+        render = render or cfg.get("evaluator", {}).get("video_freq", 0) > 0
+    if render and cfg.env.name.startswith("gym:"):
+        kwargs.setdefault("render_mode", "rgb_array")
     if isinstance(kwargs.get("dtype"), str):
         # Configs are JSON/YAML: "float64" names torch.float64.
         dtype = getattr(torch, kwargs["dtype"], None)

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.base import StepResult, TensorVectorEnv
+from ding_lite.envs.frames import check_gym_render_mode, gym_first_frame, headless_defaults
 from ding_lite.envs.reset_groups import check_reset_group_size
 from ding_lite.envs.spaces import ActionSpace, Box, Discrete, MultiDiscrete
 
@@ -117,7 +118,8 @@ class GymVectorEnv(TensorVectorEnv):
                 k-th episodes with the same seed, so they start alike; 1: off, copy ``i``
                 seeded ``seed + i`` (see :mod:`ding_lite.envs.gym_groups`).
             **env_kwargs: Passed to ``gymnasium.make`` for every copy, e.g.
-                ``max_episode_steps`` or the env's own options.
+                ``max_episode_steps`` or the env's own options. ``render_mode="rgb_array"``
+                lets :meth:`render` draw copy 0 (see :mod:`ding_lite.envs.frames`).
 
         Raises:
             ImportError: gymnasium, or a dependency of this env (e.g. Box2D), is not
@@ -138,6 +140,10 @@ class GymVectorEnv(TensorVectorEnv):
             from ding_lite.envs.gym_groups import GymResetGroups
 
             self._groups = GymResetGroups(num_envs, reset_group_size)
+        self.render_mode = env_kwargs.get("render_mode")
+        if self.render_mode is not None:
+            check_gym_render_mode(gym, env_id, f"gym:{name}", self.render_mode)
+            headless_defaults()  # before any copy (or subprocess) starts
         try:
             env = gym.make_vec(
                 env_id,
@@ -221,6 +227,15 @@ class GymVectorEnv(TensorVectorEnv):
     def close(self) -> None:
         """Closes the gymnasium envs."""
         self._env.close()
+
+    def render(self) -> np.ndarray:
+        """Copy 0 as gymnasium draws it (``render_mode="rgb_array"``): uint8 ``[H, W, 3]``."""
+        return gym_first_frame(self._env, self.name, self.render_mode)
+
+    @property
+    def render_fps(self) -> float | None:
+        """The gymnasium env's ``metadata["render_fps"]`` (None when it has none)."""
+        return self._env.metadata.get("render_fps")
 
     def _to_gym(self, action: Tensor) -> np.ndarray:
         """``action`` (checked, clipped) as the numpy batch gymnasium takes."""

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from ding_lite.envs.autoreset import PooledStateEnv, observes_position_only
+from ding_lite.envs.canvas import Canvas
 from ding_lite.envs.spaces import Box
 
 MAX_SPEED = 8.0
@@ -21,6 +23,7 @@ MASS = 1.0
 LENGTH = 1.0
 INIT_THETA = math.pi
 INIT_THETA_DOT = 1.0
+FRAME_SIZE = 500  # frames (render) are FRAME_SIZE x FRAME_SIZE pixels
 
 
 class PendulumEnv(PooledStateEnv):
@@ -39,6 +42,7 @@ class PendulumEnv(PooledStateEnv):
     """
 
     name = "pendulum"
+    render_fps = round(1.0 / DT)  # one frame per step shows the episode in real time
 
     def __init__(
         self,
@@ -105,6 +109,20 @@ class PendulumEnv(PooledStateEnv):
         torch.add(theta, new_theta_dot, alpha=DT, out=self._next[:, 0])
         terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         return reward.to(torch.float32), terminated
+
+    def render(self) -> np.ndarray:
+        """Copy 0 as it is now: uint8 ``[500, 500, 3]``, the pendulum seen face on, upright
+        at ``theta = 0``, a positive angle counter-clockwise from there; a grey tick marks
+        the upright goal."""
+        theta = float(self._state[0, 0])
+        canvas = Canvas(FRAME_SIZE, FRAME_SIZE)
+        centre, rod = FRAME_SIZE / 2, 0.36 * FRAME_SIZE
+        top = centre - rod - 0.03 * FRAME_SIZE  # above the rod's rounded end when upright
+        canvas.segment(centre, top - 24, centre, top - 8, 3.0, (160, 160, 160))
+        tip_x, tip_y = centre - rod * math.sin(theta), centre - rod * math.cos(theta)
+        canvas.segment(centre, centre, tip_x, tip_y, 0.06 * FRAME_SIZE, (204, 77, 77))
+        canvas.disc(centre, centre, 6.0, (0, 0, 0))
+        return canvas.pixels
 
     def _obs_of(self, state: Tensor) -> Tensor:
         theta, theta_dot = state.unbind(1)

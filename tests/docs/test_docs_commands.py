@@ -141,6 +141,9 @@ def test_every_command_of_the_pages_runs(tmp_path: Path) -> None:
     # must stay under 108 bytes, so a short folder of /tmp, removed at the end.
     short_tmp = tempfile.mkdtemp(prefix="dl", dir="/tmp")
     base_env = {**os.environ, "TMPDIR": short_tmp, "RAY_TMPDIR": short_tmp}
+    # The quickstart's offline W&B run: wandb's cache, settings and data stay in there too.
+    for name in ("WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR"):
+        base_env[name] = os.path.join(short_tmp, name.lower())
     try:
         with ThreadPoolExecutor(len(lanes)) as pool:
             reports = list(

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from test_parallel import FAST, port_is_free, processes_with, wait_for
 
+from ding_lite.utils.log import read_tb_scalars
+
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 BROWSER_MISSING = (
     "needs Debian's chromium and chromium-driver and selenium (.ci/run installs them)"
@@ -186,6 +188,12 @@ def test_the_dashboard_shows_the_run_live_in_chromium(live_run, tmp_path):
     assert done.returncode == 0 and done.stdout.startswith("finished (max_env_step)")
     final = status_of(run)
     assert all(w["state"] == "closed" for w in final["workers"])
+    # The closing evaluation (after the last iteration) is in tensorboard too, so the
+    # curves end on the figure result.json gives.
+    result = json.loads((run / "result.json").read_text())
+    (events,) = (run / "tb" / "coordinator").glob("events.out.tfevents.*")
+    last_eval = read_tb_scalars(events)["charts/eval_return"][-1]
+    assert last_eval == (result["envstep"], pytest.approx(result["eval_return_mean"], abs=0.01))
     assert final["ledger"]["written"] == final["ledger"]["trained"] + sum(
         v for k, v in final["ledger"].items() if k.startswith("dropped_")
     )

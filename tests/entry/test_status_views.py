@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 
+from tiny_runs import TINY_CARTPOLE
+
 from ding_lite import serial_pipeline
 from ding_lite.entry.cli import main
 from ding_lite.entry.live.dashboard import make_dashboard_app
@@ -18,15 +20,7 @@ from ding_lite.entry.live.status_file import StatusWriter, read_status
 from ding_lite.entry.live.terminal import WIDTH, liveness, render_status
 from ding_lite.utils.log import build_tb_logger, close_tb_logger
 
-SMALL = [
-    "env.num_envs=4",
-    "policy.collect.n_steps=16",
-    "policy.learn.batch_size=32",
-    "policy.learn.n_epochs=1",
-    "evaluator.n_episodes=2",
-    "evaluator.eval_freq=1",
-    "evaluator.stop_value=none",
-]
+SMALL = TINY_CARTPOLE
 
 
 def doc(**changes):
@@ -250,3 +244,14 @@ def test_a_snapshot_that_fails_never_ends_the_run(tmp_path, caplog):
     final = read_status(tmp_path)
     assert final["state"] == "failed" and final["stop_reason"] == "stalled"
     assert sum("could not be read" in r.message for r in caplog.records) == 1  # said once
+
+
+def test_a_resumed_run_clears_the_temp_files_a_killed_one_left(tmp_path):
+    serial_pipeline("cartpole_ppo", overrides=SMALL, exp_dir=str(tmp_path), max_train_iter=1)
+    (tmp_path / "videos").mkdir()
+    torn = [tmp_path / ".status.json.k2j4x_1.tmp", tmp_path / "videos" / ".eval_v3.mp4.ab_9.tmp"]
+    for path in torn:
+        path.write_bytes(b"half")
+    serial_pipeline(resume=str(tmp_path), max_train_iter=2)
+    assert not any(path.exists() for path in torn)
+    assert read_status(tmp_path)["iteration"] == 2

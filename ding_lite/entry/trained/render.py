@@ -1,4 +1,5 @@
-"""``ding-lite render``: one air-combat episode of a checkpoint's policy, drawn as a PNG.
+"""``ding-lite render --out FILE.png``: one air-combat episode of a checkpoint's policy, drawn
+as a PNG (``.mp4`` and ``.gif``, videos of any env, are :mod:`.video`'s).
 
 P1 flies the checkpoint's policy with the experiment's eval actions (the mode unless
 ``policy.eval.deterministic`` is false, as in ``aircombat_ppo``), P2 the experiment's opponent. The
@@ -103,8 +104,8 @@ def render_match(
     cfg = compile_config(cfg, overrides, seed=seed, device="cpu")
     if cfg.env.name != AirCombatEnv.name:
         raise ConfigError(
-            f"render draws aircraft tracks and supports only the aircombat env; "
-            f"{cfg.exp_name} trains env '{cfg.env.name}'"
+            f"a .png draws aircraft tracks and supports only the aircombat env; "
+            f"{cfg.exp_name} trains env '{cfg.env.name}' (--out FILE.mp4 or FILE.gif: a video)"
         )
     path, state = read_checkpoint(ckpt)
     figure_cls = _figure_class()  # fail before playing when matplotlib is missing

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.agents import SELF_PLAY, Agent, create_agent
+from ding_lite.envs.aircombat.drawing import Drawing
 from ding_lite.envs.aircombat.flags import any_slot, flag
 from ding_lite.envs.aircombat.observe import OBS_DIM, Observation, swap, swap_index, wrap
 from ding_lite.envs.aircombat.resets import Resets
@@ -30,7 +31,7 @@ _STATE_KEYS = (
 )  # fmt: skip
 
 
-class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, TensorVectorEnv):
+class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, Drawing, TensorVectorEnv):
     """One-on-one air combat: P1 (the caller) against P2 (an agent run inside the env).
 
     Observation float32 ``[N, 10]`` for P1, normalized: own x, own y (``/ ARENA_HALF``), own

@@ -1,15 +1,26 @@
-"""Evaluator: deterministic episodes, one per eval env copy, and the stop decision."""
+"""Evaluator: deterministic episodes, one per eval env copy, the stop decision, and (with
+``evaluator.video_freq``) a video of copy 0's episode every so many evaluations."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import torch
 
+from ding_lite.envs.frames import can_render, cannot_render_message, frame_rate
 from ding_lite.policy.base import EvalMode
+from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.stats import count_outcomes
+from ding_lite.utils.video import VideoInfo, VideoWriter
+from ding_lite.worker.collector.eval_video import EvalVideo
+
+
+class FrameSink(Protocol):
+    """Where :meth:`Evaluator.eval` puts copy 0's frames (a :class:`VideoWriter`)."""
+
+    def append(self, frame: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,7 @@ class EvalResult:
     wins: int | None = None
     losses: int | None = None
     draws: int | None = None
+    video: VideoInfo | None = None  # the video this evaluation recorded (evaluator.video_freq)
 
     @property
     def win_rate(self) -> float | None:
@@ -50,6 +62,11 @@ class Evaluator:
         stop_value: mean return at which the run counts as solved (None: never).
         seed: seed of the eval env's resets.
         max_steps: safety limit on steps per evaluation (for envs without truncation).
+        video: records copy 0's episode of every so many evaluations (None: never; then
+            evaluating costs nothing extra).
+
+    Raises:
+        ConfigError: ``video`` is given but the env cannot draw.
     """
 
     def __init__(
@@ -60,25 +77,46 @@ class Evaluator:
         stop_value: float | None = None,
         seed: int = 0,
         max_steps: int = 100_000,
+        video: EvalVideo | None = None,
     ) -> None:
+        if video is not None and not can_render(env):
+            name = getattr(env, "name", type(env).__name__)
+            message = cannot_render_message(env, name)
+            raise ConfigError(f"evaluator.video_freq={video.freq}: {message}")
+        self.video = video
         self.env = env
         self.policy = policy
         self.stop_value = stop_value
         self.seed = seed
         self.max_steps = max_steps
 
-    def eval(self) -> EvalResult:
+    def eval(self, *, version: int | None = None, record: FrameSink | None = None) -> EvalResult:
         """Runs one episode per env copy and returns their statistics.
 
         Sampling eval actions (``policy.eval.deterministic=false``) draws from a forked RNG,
         so evaluating never changes the training run's random stream.
+
+        Args:
+            version: the policy version (or iteration) evaluated; it names a video file.
+            record: gets copy 0's frames, one per step of its episode (the state each
+                action was chosen in; the last state, which autoreset replaces, is not
+                drawn). None: the evaluator's own ``video`` decides whether to record.
         """
+        if record is None and self.video is not None:
+            path = self.video.next_path(version)
+            if path is not None:
+                with VideoWriter(path, frame_rate(self.env)) as writer:
+                    result = self._forked_eval(writer)
+                return replace(result, video=writer.info)
+        return self._forked_eval(record)
+
+    def _forked_eval(self, record: FrameSink | None) -> EvalResult:
         devices = [self.env.device] if self.env.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(self.seed)
-            return self._eval()
+            return self._eval(record)
 
-    def _eval(self) -> EvalResult:
+    def _eval(self, record: FrameSink | None) -> EvalResult:
         env = self.env
         # One row per agent of every copy (A = 1: per copy); per-copy outputs are repeated.
         agents = int(getattr(env, "num_agents", 1))
@@ -101,6 +139,8 @@ class Evaluator:
             state = self.policy.initial_state(rows, env.device)
             starts = torch.ones(rows, dtype=torch.bool, device=env.device)
         for step in range(self.max_steps):
+            if record is not None and not bool(finished[0]):  # copy 0's episode goes on
+                record.append(env.render())
             if recurrent:
                 action, state = self.policy.step(obs, state, starts)
             else:

@@ -26,6 +26,7 @@ from ding_lite.utils.errors import ConfigError, DingLiteError
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.paths import is_worker_id, resolve_inside
 from ding_lite.worker.collector.comm.async_collector import AsyncCollector
+from ding_lite.worker.collector.eval_video import EvalVideo
 from ding_lite.worker.collector.evaluator import Evaluator
 from ding_lite.worker.collector.serial_collector import SerialCollector
 
@@ -187,7 +188,11 @@ class FlaskFileSystemCollector:
             cfg, cfg.evaluator.n_episodes, self._device, eval_seed, evaluation=True
         )
         self._evaluator = Evaluator(
-            eval_env, self._policy.eval_mode, stop_value=cfg.evaluator.stop_value, seed=eval_seed
+            eval_env,
+            self._policy.eval_mode,
+            stop_value=cfg.evaluator.stop_value,
+            seed=eval_seed,
+            video=EvalVideo.from_config(cfg, cfg.exp_dir),  # evaluator.video_freq
         )
         self._async.set_on_policy(self._maybe_evaluate)
         self._logger.info("evaluating policy versions from now on")
@@ -211,7 +216,9 @@ class FlaskFileSystemCollector:
 
     def _evaluate(self, version: int) -> dict[str, Any]:
         start = time.perf_counter()
-        result = self._evaluator.eval()
+        result = self._evaluator.eval(version=version)
+        if result.video is not None:
+            self._logger.info(f"eval video of policy v{version}: {result.video.path}")
         return {
             "seconds": time.perf_counter() - start,  # the coordinator logs perf/eval_s
             "policy_version": version,

@@ -133,6 +133,17 @@ class TbWriter:
 
         self._add(summary=text(tag, text_string), step=global_step, walltime=walltime)
 
+    def add_animation(
+        self, tag: str, gif: bytes, width: int, height: int, global_step: int | None = None
+    ) -> None:
+        """Records an animated GIF as an image (tensorboard's Images tab plays it): what
+        tensorboardX's ``add_video`` writes, without its moviepy dependency."""
+        from tensorboardX.proto.summary_pb2 import Summary
+
+        image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif)
+        summary = Summary(value=[Summary.Value(tag=tag, image=image)])
+        self._add(summary=summary, step=global_step)
+
     def add_histogram(
         self,
         tag: str,

@@ -62,11 +62,11 @@ def mujoco_run(tmp_path_factory) -> Path:
     return run
 
 
-def tb_texts(run: Path) -> list[str]:
-    """Every text summary of the run's tensorboard event files."""
+def tb_summaries(run: Path) -> tuple[list[str], list]:
+    """Every text summary and every image summary of the run's tensorboard event files."""
     from tensorboardX.proto import event_pb2
 
-    texts = []
+    texts, images = [], []
     for path in sorted((run / "tb").glob("events.out.tfevents.*")):
         data, pos = path.read_bytes(), 0
         while pos + 12 <= len(data):
@@ -75,8 +75,10 @@ def tb_texts(run: Path) -> list[str]:
             event.ParseFromString(data[pos + 12 : pos + 12 + length])
             for value in event.summary.value:
                 texts += [s.decode() for s in value.tensor.string_val]
+                if value.HasField("image"):
+                    images.append((value.tag, event.step, value.image))
             pos += 12 + length + 4
-    return texts
+    return texts, images
 
 
 def test_video_freq_records_every_second_evaluation_into_the_run_dir(cartpole_run):
@@ -88,9 +90,14 @@ def test_video_freq_records_every_second_evaluation_into_the_run_dir(cartpole_ru
     result = json.loads((cartpole_run / "result.json").read_text())
     # One frame per step of the final evaluation's episode; CartPole's return is its length.
     assert frames.shape == (result["eval_return_mean"], 400, 600, 3)
-    assert f"videos/eval_v3{suffix}: {frames.shape[0]} frames, 600x400, 50 fps" in tb_texts(
-        cartpole_run
-    )
+    texts, images = tb_summaries(cartpole_run)
+    assert f"videos/eval_v3{suffix}: {frames.shape[0]} frames, 600x400, 50 fps" in texts
+    # And an animated preview in the Images tab, one per recorded video: 600x400 / 3.
+    assert [(tag, image.width, image.height) for tag, _, image in images] == [
+        ("eval/video", 200, 134)
+    ] * 2
+    preview = iio.imread(images[-1][2].encoded_image_string, extension=".gif")
+    assert preview.shape[1:3] == (134, 200) and 2 <= preview.shape[0] <= frames.shape[0]
 
 
 def test_render_writes_a_cartpole_video_of_n_episodes(cartpole_run, tmp_path, capsys):

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.utils.errors import ConfigError, DingLiteError
-from ding_lite.utils.video import VideoInfo, default_video_suffix
+from ding_lite.utils.log import get_logger
+from ding_lite.utils.video import VideoInfo, default_video_suffix, gif_preview
 
 VIDEO_DIR = "videos"  # below the run dir
 TB_TAG = "eval/video"
@@ -62,11 +63,9 @@ class EvalVideo:
 
 
 def log_eval_video(tb_logger: Any, video: VideoInfo | None, envstep: int, run_dir: Path) -> None:
-    """Notes a recorded evaluation video in tensorboard's Text tab (``eval/video``).
-
-    tensorboardX's ``add_video`` needs moviepy, which ding_lite does not install, so the text
-    names the file (relative to the run dir) with its frame count and size instead.
-    """
+    """Puts a recorded evaluation video in tensorboard: a small animated GIF of it in the
+    Images tab (``eval/video``, see :func:`~ding_lite.utils.video.gif_preview`) and, in the
+    Text tab, the file (relative to the run dir) with its frame count and size."""
     if video is None or tb_logger is None:
         return
     try:
@@ -78,3 +77,9 @@ def log_eval_video(tb_logger: Any, video: VideoInfo | None, envstep: int, run_di
         f"{shown}: {video.frames} frames, {video.width}x{video.height}, {video.fps:g} fps",
         envstep,
     )
+    try:
+        gif, width, height = gif_preview(video.path, video.fps)
+    except Exception as err:  # the file is written; a preview is a nicety
+        get_logger().warning(f"no tensorboard preview of {shown}: {err}")
+        return
+    tb_logger.add_animation(TB_TAG, gif, width, height, envstep)

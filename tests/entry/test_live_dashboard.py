@@ -26,7 +26,7 @@ BROWSER_MISSING = (
     else ""
 )
 # A long run (the checks below need it live for a while); it never solves.
-RUN_ARGS = ["--max-env-step", "400000", "evaluator.stop_value=100000", "evaluator.eval_freq=4"]
+RUN_ARGS = ["--max-env-step", "300000", "evaluator.stop_value=100000", "evaluator.eval_freq=4"]
 
 
 def ding_lite(*args: str, **kwargs) -> subprocess.CompletedProcess:

@@ -314,6 +314,10 @@ def _rank_main(out: str) -> None:
     params = torch.cat([p.detach().flatten() for p in policy.model.parameters()])
     weight_mean = torch.tensor([i["prio_is_weight_mean"] for i in infos], dtype=torch.float64)
     torch.save({"params": params, "weight_mean": weight_mean}, out)
+    if distributed.env_world_size() > 1:
+        # Both ranks are done before either tears the group down: a rank that leaves while
+        # the other still talks to it can abort in gloo's teardown (SIGABRT, seen once).
+        torch.distributed.barrier()
     distributed.finalize()
 
 

@@ -28,10 +28,9 @@ from typing import Any
 import numpy as np
 
 from ding_lite.utils.errors import DingLiteError
-from ding_lite.utils.log import read_tb_events
+from ding_lite.utils.log import EVENT_GLOB, read_tb_events
 
 EVAL_TAG = "charts/eval_return"
-EVENT_GLOB = "events.out.tfevents.*"
 GRID_POINTS = 200
 BANDS = ("minmax", "ci")
 X_AXES = ("envstep", "wall")

@@ -297,3 +297,32 @@ def read_tb_events_from(
                 scalars.setdefault(value.tag, []).append(point)
         pos = end + 4
     return scalars, offset + pos
+
+
+EVENT_GLOB = "events.out.tfevents.*"  # how tensorboard names an event file
+
+
+class TbTail:
+    """Follows every event file under a run's ``tb/`` folder (any depth: a parallel run's
+    coordinator and learners) as the writers append to them.
+
+    Each :meth:`read_new` returns the scalars completed since the last call, as
+    ``(wall time, step, tag, value)`` sorted by wall time. Links are not followed.
+    """
+
+    def __init__(self, tb_dir: str | os.PathLike) -> None:
+        self.tb_dir = Path(tb_dir)
+        self._offsets: dict[Path, int] = {}
+
+    def read_new(self) -> list[tuple[float, int, str, float]]:
+        points: list[tuple[float, int, str, float]] = []
+        if not self.tb_dir.is_dir():
+            return points
+        for path in sorted(self.tb_dir.rglob(EVENT_GLOB)):
+            if path.is_symlink() or not path.is_file():
+                continue
+            scalars, self._offsets[path] = read_tb_events_from(path, self._offsets.get(path, 0))
+            for tag, series in scalars.items():
+                points.extend((wall, step, tag, value) for step, value, wall in series)
+        points.sort(key=lambda p: p[0])
+        return points

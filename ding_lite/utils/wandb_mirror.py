@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.utils.errors import ConfigError
-from ding_lite.utils.log import get_logger, read_tb_events_from
+from ding_lite.utils.log import TbTail, get_logger
 
 POLL_S = 5.0
 FINISH_TIMEOUT_S = 60.0
-EVENT_GLOB = "events.out.tfevents.*"
 STEP_KEY = "global_step"
 HIDDEN_KEYS = (("system", "token"),)  # never sent: the parallel run's shared secret
 
@@ -94,7 +93,7 @@ class WandbMirror:
         self.tb_dir = Path(tb_dir)
         self.poll_s = poll_s
         self.points = 0  # scalars mirrored so far
-        self._offsets: dict[Path, int] = {}
+        self._tail = TbTail(self.tb_dir)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._broken = False
@@ -149,14 +148,7 @@ class WandbMirror:
         with self._lock:
             if self._broken or not self.tb_dir.is_dir():
                 return 0
-            points: list[tuple[float, int, str, float]] = []  # wall, step, tag, value
-            for path in sorted(self.tb_dir.rglob(EVENT_GLOB)):
-                if path.is_symlink() or not path.is_file():
-                    continue
-                scalars, self._offsets[path] = read_tb_events_from(path, self._offsets.get(path, 0))
-                for tag, series in scalars.items():
-                    points.extend((wall, step, tag, value) for step, value, wall in series)
-            points.sort(key=lambda p: p[0])
+            points = self._tail.read_new()
             try:
                 for row in _rows(points):
                     self.run.log(row)

@@ -22,11 +22,10 @@ from flask import Flask, Response, abort, request, send_from_directory
 from ding_lite.entry.live.status_file import STATUS_FILE, read_status
 from ding_lite.entry.live.terminal import liveness
 from ding_lite.utils.errors import ConfigError
-from ding_lite.utils.log import read_tb_events_from
+from ding_lite.utils.log import TbTail
 
 STATIC = Path(__file__).parent / "static"
 MAX_POINTS_PER_ANSWER = 20_000  # a client far behind catches up over several polls
-EVENT_GLOB = "events.out.tfevents.*"
 
 
 class ScalarFeed:
@@ -38,36 +37,22 @@ class ScalarFeed:
     """
 
     def __init__(self, run_dir: Path) -> None:
-        self.tb = run_dir / "tb"
-        self._offsets: dict[Path, int] = {}
-        self._points: list[tuple[str, int, float, float]] = []  # tag, step, value, wall
+        self._tail = TbTail(run_dir / "tb")
+        self._points: list[tuple[float, int, str, float]] = []  # wall, step, tag, value
         self._lock = threading.Lock()
-
-    def _read_new(self) -> None:
-        if not self.tb.is_dir():
-            return
-        for path in sorted(self.tb.rglob(EVENT_GLOB)):
-            if path.is_symlink() or not path.is_file():
-                continue  # only the files the run wrote
-            try:
-                scalars, offset = read_tb_events_from(path, self._offsets.get(path, 0))
-            except (OSError, ValueError) as err:  # a damaged record: skip the file
-                print(f"dashboard: cannot read {path}: {err}", file=sys.stderr)
-                self._offsets[path] = path.stat().st_size
-                continue
-            self._offsets[path] = offset
-            new = [(tag, s, v, w) for tag, points in scalars.items() for s, v, w in points]
-            self._points.extend(sorted(new, key=lambda p: p[3]))
 
     def since(self, cursor: int) -> dict[str, Any]:
         """The points after ``cursor`` by tag (``[step, value, wall time]``), and the next
         cursor."""
         with self._lock:
-            self._read_new()
+            try:
+                self._points.extend(self._tail.read_new())
+            except (OSError, ValueError) as err:  # a damaged file: the page says so
+                print(f"dashboard: cannot read {self._tail.tb_dir}: {err}", file=sys.stderr)
             cursor = min(max(cursor, 0), len(self._points))
             chunk = self._points[cursor : cursor + MAX_POINTS_PER_ANSWER]
         series: dict[str, list[list[float]]] = {}
-        for tag, step, value, wall in chunk:
+        for wall, step, tag, value in chunk:
             if value == value and abs(value) != float("inf"):  # JSON has no NaN
                 series.setdefault(tag, []).append([step, value, wall])
         return {"cursor": cursor + len(chunk), "series": series}

@@ -46,6 +46,7 @@ CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "system.collectors": (lambda v: v >= 1, "at least 1"),
     "system.heartbeat_period": (lambda v: v > 0, "positive"),
     "system.heartbeat_tolerance": (lambda v: v > 0, "positive"),
+    "system.master_timeout": (lambda v: v > 0, "positive"),
     "system.task_timeout": (lambda v: v > 0, "positive"),
     "system.http_timeout": (lambda v: v > 0, "positive"),
     "system.max_body_bytes": (lambda v: v >= 1024, "at least 1024"),

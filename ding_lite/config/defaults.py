@@ -225,6 +225,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # Seconds between a worker's heartbeats, and of silence before it is dropped.
         heartbeat_period=1.0,
         heartbeat_tolerance=10.0,
+        # Seconds a worker rides through without an answer from the coordinator (it keeps
+        # collecting or holds its learner state, and rejoins a restarted coordinator); then
+        # it exits.
+        master_timeout=60.0,
         # Seconds a task may take before it counts as failed.
         task_timeout=120.0,
         # Seconds one HTTP call may take.
@@ -257,6 +261,8 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         launcher="local",
         # The Ray cluster to join ("": start a local Ray instance for the run).
         ray_address="",
+        # Join a Ray cluster that serves clients without a token (default: refuse to).
+        ray_allow_unauthenticated=False,
         # Ray resources of each learner rank and of each collector (CPU, GPU, or custom).
         learner_resources=dict(CPU=1.0, GPU=0.0),
         collector_resources=dict(CPU=0.5, GPU=0.0),

@@ -14,6 +14,7 @@ from typing import Any
 from ding_lite.coordinator.checks import ResultError, check_collector_output
 from ding_lite.coordinator.watchdog import Backoff, QuietLog
 from ding_lite.utils import stop
+from ding_lite.utils.paths import is_worker_id
 
 COLLECTOR_SEED_STRIDE = 10_007
 IDLE_POLL_S = 0.005  # a collector that had nothing new is asked again after this long...
@@ -65,9 +66,39 @@ class CollectorPool:
     def any_unstarted(self) -> bool:
         return any(c not in self.state for c in self.c.transport.worker_ids("collector"))
 
+    # --- recovery ------------------------------------------------------------------------
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Takes back the collectors a previous coordinator of the run had started (their
+        state, seed index, env steps, policy version and the evaluating one).
+
+        Raises:
+            ValueError: an id is not a worker id, or a value is of the wrong kind.
+        """
+        tables = {k: saved.get(k) for k in ("state", "index", "envsteps", "versions")}
+        if not all(isinstance(t, dict) and all(map(is_worker_id, t)) for t in tables.values()):
+            raise ValueError("collector tables must map worker ids to values")
+        if not set(tables["state"].values()) <= {RUNNING, EXCLUDED, LOST, FAILED}:
+            raise ValueError("a collector state must be running, excluded, lost or failed")
+        numbers = [*tables["index"].values(), *tables["envsteps"].values()]
+        numbers += tables["versions"].values()
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+            raise ValueError("collector indices, env steps and versions must be counts")
+        evaluator = saved.get("evaluator")
+        if evaluator is not None and not is_worker_id(evaluator):
+            raise ValueError("the evaluating collector must be a worker id")
+        self.state, self.index = dict(tables["state"]), dict(tables["index"])
+        self.envsteps, self.versions = dict(tables["envsteps"]), dict(tables["versions"])
+        self.evaluator = evaluator
+
     # --- start ---------------------------------------------------------------------------
     def start_new(self, policy: tuple[str, int, float]) -> None:
+        where = self.c.where("collector")
         for cid in self.c.transport.worker_ids("collector"):
+            if cid in self.state and self.c.is_new_process(cid, where.get(cid)):
+                self.c.logger.warning(f"collector {cid} is a new process at {where[cid]}")
+                del self.state[cid]  # started below, like any new collector
+                self._polls.pop(cid, None)
+                self.c.addresses.pop(cid)
             if self.state.get(cid) == LOST:
                 self.state[cid] = RUNNING  # it came back within reach (no supervisor)
                 self.c.logger.info(f"collector {cid} is back")
@@ -104,8 +135,11 @@ class CollectorPool:
             return
         self.state[cid] = RUNNING
         self.versions[cid] = policy[1]
+        if (address := self.c.where("collector").get(cid)) is not None:
+            self.c.addresses[cid] = address
         if evaluate:
             self.evaluator = cid
+        self.c.save("start")
         out = outcome.result or {}
         where = f", {out.get('num_envs')} env copies on {out.get('device')}" if out else ""
         self.c.logger.info(f"collector {cid} started (seed {data['seed']}{where})")
@@ -184,6 +218,8 @@ class CollectorPool:
         c.status.sync_latency_s.extend(checked["sync_latency_s"])
         for report in checked["evals"]:
             self.record_eval(report)
+        if checked["evals"]:
+            self.c.save("eval")
         for why in checked["refused_evals"]:
             c.logger.warning(f"refused an evaluation from {cid}: {why}")
 

@@ -18,7 +18,7 @@ from typing import Any
 from ding_lite.utils.paths import is_inside, parse_rollout_path, scan_rollouts
 
 OUTCOMES = ("trained", "dropped_stale", "dropped_invalid", "dropped_rollback", "dropped_run_end")
-LEDGER_KEYS = ("written", *OUTCOMES)
+LEDGER_KEYS = ("written", *OUTCOMES, "rejected_links")
 
 
 def _key(path: str | Path) -> str:
@@ -41,6 +41,7 @@ class RolloutLedger:
         self._waiting: dict[str, dict[str, Any]] = {}  # path -> metadata
         self._handed: dict[str, dict[str, Any]] = {}  # sent in a learn task, not settled
         self._seen: set[str] = set()  # every path ever accepted (reports and scans agree)
+        self._links: set[str] = set()  # symbolic links found in path_data (rejected)
         self.counts = dict.fromkeys(LEDGER_KEYS, 0)
         self.written_by: dict[str, int] = {}  # files accepted, by the collector that wrote them
         #: Samples of the files dropped stale, invalid or rolled back (not at the run's end).
@@ -77,9 +78,14 @@ class RolloutLedger:
                 report is usually on its way; the report is the cheaper path).
         """
         newest = time.time() - min_age
-        return sum(
-            self._add(meta) for meta in scan_rollouts(self.path_data) if meta["created"] <= newest
-        )
+        links: list[str] = []
+        found = scan_rollouts(self.path_data, links)
+        for link in links:  # never followed, never queued: counted once and said
+            if link not in self._links:
+                self._links.add(link)
+                self.counts["rejected_links"] += 1
+                self._reject(link, "a symbolic link in path_data (never followed)")
+        return sum(self._add(meta) for meta in found if meta["created"] <= newest)
 
     def _add(self, meta: Any) -> bool:
         meta = dict(meta) if not isinstance(meta, dict) else meta
@@ -172,6 +178,60 @@ class RolloutLedger:
                     pass
             self.counts["dropped_run_end"] += 1
 
+    # --- recovery ------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """What a restarted coordinator needs of the ledger (see :meth:`restore`)."""
+        return {
+            "counts": dict(self.counts),
+            "written_by": dict(self.written_by),
+            "dropped_samples": self.dropped_samples,
+            "links": sorted(self._links),
+            "waiting": [dict(m) for m in self._waiting.values()],
+            "handed": [dict(m) for m in self._handed.values()],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Takes back a saved :meth:`state` (checked first: nothing changes if it raises).
+
+        A waiting file that is gone was deleted outside the protocol (counted invalid, as
+        :meth:`drop_missing` does); handed files stay handed until the learner's verdict
+        (or :meth:`give_back`). Files on disk the state does not name are new: the next
+        :meth:`adopt` counts them.
+
+        Raises:
+            ValueError: a count is not a count, or a path is not a rollout inside
+                ``path_data``.
+        """
+        counts, by = state.get("counts"), state.get("written_by")
+        if not isinstance(counts, dict) or set(counts) != set(LEDGER_KEYS):
+            raise ValueError(f"ledger counts must have the keys {', '.join(LEDGER_KEYS)}")
+        if not isinstance(by, dict) or not all(map(_is_count, [*counts.values(), *by.values()])):
+            raise ValueError("ledger counts must be non-negative ints")
+        dropped = state.get("dropped_samples")
+        if not _is_count(dropped):
+            raise ValueError("dropped_samples must be a non-negative int")
+        waiting = [self._checked(m) for m in state.get("waiting") or []]
+        handed = [self._checked(m) for m in state.get("handed") or []]
+        links = state.get("links") or []
+        if not isinstance(links, list) or not all(isinstance(x, str) for x in links):
+            raise ValueError("links must be a list of paths")
+        self.counts, self.written_by, self.dropped_samples = dict(counts), dict(by), dropped
+        self._links = set(links)
+        for meta in waiting + handed:
+            self._seen.add(_key(meta["path"]))
+        for meta in handed:
+            self._handed[_key(meta["path"])] = meta
+        for meta in waiting:
+            self._waiting[_key(meta["path"])] = meta
+        self.drop_missing()
+
+    def _checked(self, meta: Any) -> dict[str, Any]:
+        path = meta.get("path") if isinstance(meta, dict) else None
+        parsed = parse_rollout_path(path) if isinstance(path, str) else None
+        if parsed is None or not is_inside(path, self.path_data):
+            raise ValueError(f"not a rollout file inside path_data: {str(path)[:200]!r}")
+        return dict(parsed)
+
     # --- the ledger ----------------------------------------------------------------------
     def ledger(self) -> dict[str, int]:
         """The counts, with ``left_in_path_data``: complete rollout files still on disk."""
@@ -186,3 +246,7 @@ class RolloutLedger:
     @property
     def dropped(self) -> int:
         return sum(v for k, v in self.counts.items() if k.startswith("dropped_"))
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

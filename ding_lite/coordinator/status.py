@@ -39,6 +39,7 @@ class RunStatus:
     learner_ranks: int = 1  # ranks of the running learner, as its start answer says
     failed_tasks: int = 0
     restarts: int = 0
+    coordinator_restarts: int = 0  # times a new coordinator took the run back
     skipped_steps: int = 0
     waiting_on: str = ""  # what the run waits for right now (the watchdog names it)
     ledger: dict[str, int] = field(default_factory=dict)

@@ -15,6 +15,13 @@ class Transport(Protocol):
 
     def send_task_async(self, worker_id: str, name: str, data: dict, timeout: float) -> Any: ...
 
+    def workers(self, role: str | None = None) -> list[Any]:
+        """The registered workers (``worker_id``, ``role``, ``address``), for the state a
+        restarted coordinator takes back."""
+
+    def restore_workers(self, workers: list[tuple[str, str, str]]) -> None:
+        """Knows again the ``(worker_id, role, address)`` of a previous coordinator."""
+
 
 class Supervisor(Protocol):
     """Restarts workers (the launcher); the per-role coordinator runs without one."""
@@ -29,6 +36,9 @@ class Supervisor(Protocol):
 
     def poll(self) -> None:
         """Starts the replacements whose backoff has passed."""
+
+    def closing(self) -> None:
+        """The run is closing: a worker that exits now is done, not failed (optional)."""
 
     def retire(self, worker_id: str) -> None:
         """The worker was dropped for good (a restart would fail the same way): its exit is

@@ -128,6 +128,14 @@ def _quiet_summary(args: argparse.Namespace, result: dict) -> None:
 def _coordinator(args: argparse.Namespace) -> int:
     from ding_lite.entry.parallel import compile_parallel_config, run_coordinator
 
+    if args.supervised is not None:
+        from ding_lite.entry.coordinating import run_supervised_coordinator
+
+        if not args.resume or args.port is None:
+            raise DingLiteError("--supervised needs --resume RUN_DIR and --port")
+        return run_supervised_coordinator(
+            args.resume, args.supervised, args.port, args.config, args.quiet
+        )
     if not args.config and not args.resume:
         raise DingLiteError("coordinator needs -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
     extra = _overrides(args)
@@ -327,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code("disk_full")
     except DingLiteError as err:
         print(f"ding-lite: error: {err}", file=sys.stderr)
-        return 2
+        return getattr(err, "exit_code", 2)  # 2: a config or usage error, unless it says
     except RunInterrupted as stop:  # a run wrote its result.json first
         again = ""
         if stop.resume_dir is not None and args.command in ("serial", "parallel"):

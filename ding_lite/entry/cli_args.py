@@ -167,7 +167,19 @@ def build_parser() -> argparse.ArgumentParser:
     coordinator = sub.add_parser("coordinator", help="serve the coordinator for remote workers")
     _add_run_args(coordinator)
     coordinator.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    coordinator.add_argument("--port", type=int, help="port to bind (default: a free one)")
+    coordinator.add_argument(
+        "--port",
+        type=int,
+        help="port to bind (default: a free one; with --resume, the port the run's "
+        "coordinator served on, so its workers find the new one)",
+    )
+    coordinator.add_argument(
+        "--supervised",
+        type=int,
+        metavar="FD",
+        help="internal: run as the child of ding-lite parallel, linked to it by this inherited "
+        "socket (with --resume RUN_DIR and --port)",
+    )
     for role in ("learner", "collector"):
         worker = sub.add_parser(role, help=f"run one {role} for a running coordinator")
         worker.add_argument(

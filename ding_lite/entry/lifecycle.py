@@ -108,7 +108,7 @@ class RunDir:
         wandb: the run's W&B mirror (``logger.wandb``) from :meth:`prepare` to the result.
     """
 
-    def __init__(self, lock: ExpDirLock, resuming: bool) -> None:
+    def __init__(self, lock: ExpDirLock | None, resuming: bool) -> None:
         self.lock = lock
         self.path = lock.path
         self.resuming = resuming
@@ -133,6 +133,15 @@ class RunDir:
             except BaseException:
                 run.release()
                 raise
+        return run
+
+    @classmethod
+    def held_by_supervisor(cls, path: str | Path) -> RunDir:
+        """The dir of a run whose supervisor (``ding-lite parallel``) holds the lock, the
+        W&B mirror and the clean-up, as seen by the coordinator it runs as a child: it
+        only writes the result."""
+        run = cls.__new__(cls)
+        run.lock, run.path, run.resuming, run.wandb = None, Path(path), True, None
         return run
 
     @classmethod
@@ -186,10 +195,16 @@ class RunDir:
             code = 1 if result is None else exit_code(reason) if reason in STOP_REASONS else 0
             mirror.finish(result, exit_code=code)
 
+    def result_written(self, result: dict[str, Any]) -> None:
+        """Ends the W&B run with a result another process of the run wrote (the
+        supervised coordinator)."""
+        self._end_wandb(result)
+
     def release(self) -> None:
         """Lets go of the dir (safe to repeat); a W&B run still open ends as failed."""
         self._end_wandb(None)
-        self.lock.release()
+        if self.lock is not None:
+            self.lock.release()
 
     def __enter__(self) -> RunDir:
         return self

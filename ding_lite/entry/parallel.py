@@ -1,7 +1,9 @@
-"""The parallel pipeline: a coordinator in this process, learners and collectors as children.
+"""The parallel pipeline: a supervisor in this process, the coordinator, learners and
+collectors as its children.
 
 ``parallel_pipeline`` (``ding-lite parallel``) starts everything on one machine and restarts
-what fails (:mod:`.launch`); the per-role runners (:mod:`.roles`) start one role each, for
+what fails, the coordinator included (:mod:`.launch`); the per-role runners
+(:mod:`.roles`, :mod:`.coordinating`) start one role each, for
 runs that span machines sharing a filesystem. The run dir is handled as in the serial
 pipeline (:mod:`.lifecycle`).
 """
@@ -9,24 +11,24 @@ pipeline (:mod:`.lifecycle`).
 from __future__ import annotations
 
 import importlib.util
-import time
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ding_lite.coordinator import Coordinator
-from ding_lite.entry.launch.local import Launcher, LauncherTransport
-from ding_lite.entry.lifecycle import RunDir, prepare_run_dir, resumable, summary, tidy_data
-from ding_lite.entry.options import RunOptions, compile_run_config
-from ding_lite.entry.roles import run_coordinator, run_worker, start_master
-from ding_lite.entry.run_report import (
-    StatusPrinter,
-    TbStatus,
-    close_status,
-    each,
-    live_status,
-    run_result,
+from ding_lite.entry.coordinating import run_coordinator
+from ding_lite.entry.launch.local import Launcher
+from ding_lite.entry.launch.supervisor import CoordinatorFailed, RunSupervisor
+from ding_lite.entry.lifecycle import (
+    RESULT_FILE,
+    RunDir,
+    prepare_run_dir,
+    resumable,
+    summary,
+    tidy_data,
 )
+from ding_lite.entry.options import RunOptions, compile_run_config
+from ding_lite.entry.roles import run_worker
 from ding_lite.interaction import generate_token
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger, setup_file_logging
@@ -136,54 +138,29 @@ def _launcher_cls(cfg: Any) -> type[Launcher]:
 def _run(
     cfg: Any, outcome: dict, say: Any, status_interval: float, register: str | None = None
 ) -> tuple[dict, bool]:
+    """Supervises the run (:mod:`.launch.supervisor`); returns its result.json and whether
+    it was interrupted."""
     run_dir: RunDir = outcome["run_dir"]
-    token = cfg.system.token or generate_token()
     log_dir = run_dir.path / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     handler = setup_file_logging(log_dir / "coordinator.log")
-    start = time.perf_counter()
-    launcher: Launcher | None = None  # no worker can be lost before the launcher exists
-
-    def on_worker_lost(worker_id: str) -> None:
-        if launcher is not None:
-            launcher.worker_lost(worker_id)
-
-    master = start_master(cfg, token, on_worker_lost)
-    launcher = _launcher_cls(cfg)(cfg, master.address, token, log_dir, register)
-    tb: TbStatus | None = None
-    interrupted = False
-    coordinator: Coordinator | None = None
-    live = live_status(cfg, run_dir.path, master, lambda: coordinator)
+    token = cfg.system.token or generate_token()
+    quiet = say is not print
     try:
-        say(f"coordinator at {master.address}; logs in {log_dir}")
-        launcher.start_all()
-        printer = StatusPrinter(say, status_interval, master, start)
-        tb = TbStatus(run_dir.path / "tb" / "coordinator")
-        coordinator = Coordinator(
-            cfg,
-            LauncherTransport(master, launcher),
-            on_status=each(printer, tb),
-            supervisor=launcher,
+        supervisor = RunSupervisor(
+            cfg, _launcher_cls(cfg), token, register, quiet=quiet, lock_fd=run_dir.lock.fd
         )
-        live.state = "running"
-        try:
-            coordinator.run(wait_workers=cfg.system.join_timeout)
-        except KeyboardInterrupt:
-            interrupted = True
-        close_status(live, coordinator.status)
-        tb.final(coordinator.status)  # the closing evaluation comes after the last iteration
+        interrupted = supervisor.run(say)
     finally:
-        live.stop()
-        if tb is not None:
-            tb.close()
-        launcher.stop_all()
-        master.stop()
         tidy_data(Path(cfg.system.path_data))
         get_logger().removeHandler(handler)
         handler.close()
-    status = coordinator.status if coordinator is not None else None
-    result = run_result(cfg, status, time.perf_counter() - start)
-    run_dir.write_result(result)
+    if not supervisor.finished():  # no coordinator wrote this run's result.json
+        if interrupted:
+            raise KeyboardInterrupt  # interrupted while the coordinator was starting
+        raise CoordinatorFailed("the coordinator ended without a result; see its log")
+    result = json.loads((run_dir.path / RESULT_FILE).read_text())
+    run_dir.result_written(result)
     return result, interrupted
 
 

@@ -9,118 +9,19 @@ import logging
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from ding_lite.coordinator import Coordinator
-from ding_lite.entry.lifecycle import prepare_run_dir, summary, tidy_data
-from ding_lite.entry.run_report import (
-    StatusPrinter,
-    TbStatus,
-    close_status,
-    each,
-    live_status,
-    run_result,
-)
 from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
-from ding_lite.interaction import Master, Slave, resolve_token
+from ding_lite.interaction import Slave, resolve_token
 from ding_lite.utils import distributed
 from ding_lite.utils.distributed import GroupLost
 from ding_lite.utils.log import get_logger, setup_console_logging
-from ding_lite.utils.stop import RunInterrupted, interrupted_by, sigterm_interrupts
+from ding_lite.utils.stop import sigterm_interrupts
 from ding_lite.worker.collector.comm import FlaskFileSystemCollector
 from ding_lite.worker.learner.comm import FlaskFileSystemLearner
 from ding_lite.worker.learner.comm.ranks import GROUP_LOST_EXIT, RankFollower
 
 WORKER_SWITCH_INTERVAL_S = 0.0005  # a worker's GIL switch interval (Python's default: 5 ms)
-
-
-def start_master(cfg: Any, token: str, on_worker_lost: Any = None) -> Master:
-    """Serves the coordinator's side of the protocol, as the config's system section says.
-
-    ``on_worker_lost(worker_id)`` is told of each worker the master declares lost.
-    """
-    system = cfg.system
-
-    def lost(worker: Any) -> None:
-        _log_lost(worker)
-        if on_worker_lost is not None:
-            on_worker_lost(worker.worker_id)
-
-    return Master(
-        token=token,
-        host=system.host,
-        port=_port(system.coordinator_port),
-        heartbeat_tolerance=system.heartbeat_tolerance,
-        task_timeout=system.task_timeout,
-        max_body_bytes=system.max_body_bytes,
-        on_register=_log_register,
-        on_worker_lost=lost,
-        client_timeout=(3.05, system.http_timeout),
-    ).start()
-
-
-def _log_register(worker: Any) -> None:
-    get_logger("coordinator").info(
-        f"{worker.role} {worker.worker_id} registered at {worker.address}"
-    )
-
-
-def _log_lost(worker: Any) -> None:
-    get_logger("coordinator").warning(
-        f"{worker.role} {worker.worker_id} lost: no heartbeat for "
-        f"{time.monotonic() - worker.last_seen:.1f} s"
-    )
-
-
-def _port(value: Any) -> int:
-    return 0 if value == "auto" else int(value)
-
-
-def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> dict[str, Any]:
-    """Serves the coordinator and runs the protocol with workers that register themselves.
-
-    Without a launcher nothing is restarted: a lost worker is dropped, and a lost learner is
-    replaced by the next learner that registers within the join timeout. ``resuming``:
-    ``cfg`` comes from ``compile_parallel_config(None, resume=EXP_DIR)``.
-    """
-    token = resolve_token(cfg.system.token)
-    say = print if progress else (lambda *a, **k: None)
-    folders = (cfg.system.path_policy, cfg.system.path_data)
-    with sigterm_interrupts(), prepare_run_dir(cfg, resuming, folders) as outcome:
-        run_dir = outcome["run_dir"]
-        start = time.perf_counter()
-        master = start_master(cfg, token)
-        tb = None
-        interrupted = False
-        coordinator = None
-        live = live_status(cfg, run_dir.path, master, lambda: coordinator)
-        try:
-            say(f"coordinator at {master.address}; waiting for workers", flush=True)
-            printer = StatusPrinter(say, 5.0, master, start)
-            tb = TbStatus(run_dir.path / "tb" / "coordinator")
-            coordinator = Coordinator(cfg, master, on_status=each(printer, tb))
-            live.state = "running"
-            try:
-                coordinator.run(wait_workers=cfg.system.join_timeout)
-            except KeyboardInterrupt:
-                interrupted = True
-            close_status(live, coordinator.status)
-            tb.final(coordinator.status)  # the closing evaluation comes after the last iteration
-        finally:
-            live.stop()
-            if tb is not None:
-                tb.close()
-            master.stop()
-            tidy_data(Path(cfg.system.path_data))
-        result = run_result(cfg, coordinator.status, time.perf_counter() - start)
-        run_dir.write_result(result)
-        outcome["failed"] = interrupted
-        signal_name = interrupted_by()
-    say(summary(result), flush=True)
-    if interrupted:
-        raise RunInterrupted(signal_name)
-    return result
 
 
 def _preload_optimizer_imports() -> None:
@@ -192,6 +93,8 @@ def run_worker(
             port=port,
             advertise_address=advertise,
             heartbeat_period=heartbeat_period,
+            report_timeout=master_timeout,
+            register_timeout=master_timeout,  # a coordinator starting or paused: wait for it
         )
 
     # The launcher sends a worker's stderr to its log.

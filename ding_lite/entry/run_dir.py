@@ -55,6 +55,12 @@ class ExpDirLock:
     def held(self) -> bool:
         return self._fd is not None
 
+    @property
+    def fd(self) -> int | None:
+        """The locked file's descriptor (None once released): a child process that
+        inherits it holds the lock with this process, and on after it dies."""
+        return self._fd
+
     def release(self) -> None:
         """Unlocks (safe to repeat); the emptied ``.lock`` file stays for the next run."""
         if self._fd is None:

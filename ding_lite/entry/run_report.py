@@ -82,9 +82,10 @@ class TbStatus:
     far). The learner's own figures are in ``tb/<learner id>``.
     """
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, status: RunStatus | None = None) -> None:
         self.writer = build_tb_logger(log_dir)
-        self._returns_seen = 0
+        # A coordinator that took a run back starts after what its status holds already.
+        self._returns_seen = len(status.episode_returns) if status is not None else 0
         self._eval: tuple[int | None, float | None, float | None] = (None, None, None)
         self._start = time.perf_counter()
 
@@ -145,8 +146,12 @@ def _win_rate(outcomes: list[float]) -> float | None:
     return count_outcomes(outcomes).rates()["win_rate"] if outcomes else None
 
 
-def run_result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
-    """The content of a parallel run's ``result.json``, from the coordinator's status."""
+def run_result(
+    cfg: Any, status: RunStatus, wall: float, cpu_s: float | None = None
+) -> dict[str, Any]:
+    """The content of a parallel run's ``result.json``, from the coordinator's status.
+
+    ``cpu_s``: CPU seconds of the run's coordinator processes (default: this process's)."""
     returns = status.episode_returns[-20:]
     evaluated = status.eval_return is not None
     figures = RunFigures(
@@ -189,8 +194,9 @@ def run_result(cfg: Any, status: RunStatus, wall: float) -> dict[str, Any]:
         collectors=cfg.system.collectors,
         learners=cfg.system.learners,
         learner_ranks=status.learner_ranks,
-        # CPU seconds of this process (coordinator, its server, the launcher) over the run.
-        coordinator_cpu_s=time.process_time(),
+        coordinator_restarts=status.coordinator_restarts,
+        # CPU seconds of the coordinator's processes (its server included) over the run.
+        coordinator_cpu_s=time.process_time() if cpu_s is None else cpu_s,
     )
 
 

@@ -50,12 +50,15 @@ from ding_lite.interaction.protocol import (
 )
 from ding_lite.interaction.registry import WorkerRegistry
 from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError, Service
+from ding_lite.utils.clock import wait_running
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger
 
 WorkerCallback = Callable[[WorkerInfo], None]
 
 logger = get_logger("interaction.master")
+
+_RESOLVE_WAIT_S = 5.0  # a task taken out of the pending map is resolved within this
 
 
 class Master(Service):
@@ -106,6 +109,7 @@ class Master(Service):
             return HttpClient(address, token, timeout=client_timeout, retries=client_retries)
 
         self._registry = WorkerRegistry(heartbeat_tolerance, make_client)
+        self._registry.on_pause = self._forgave_pause
         self.app = make_app("master", token, max_body_bytes)
         self._server = HttpServer(self.app, host, port, name="master")
         self._events: queue.Queue[tuple[WorkerCallback, WorkerInfo] | None] = queue.Queue()
@@ -172,6 +176,27 @@ class Master(Service):
         """Ids of the registered workers (of ``role`` if given), sorted."""
         return [info.worker_id for info in self._registry.workers(role)]
 
+    @property
+    def paused_s(self) -> float:
+        """Seconds this process was noticed not running (stopped, or starved): during
+        those nobody's heartbeat could be answered, so nobody was declared lost for them."""
+        return self._registry.paused_s
+
+    def restore_workers(self, workers: list[tuple[str, str, str]]) -> None:
+        """Knows again ``(worker_id, role, address)`` of the workers a previous master of
+        the run had registered: their heartbeats are answered as before, and one that is
+        not heard from within the heartbeat tolerance is declared lost. A new process
+        registering one of these ids takes it over at once."""
+        self._registry.restore(workers)
+
+    def _forgave_pause(self, seconds: float) -> None:
+        logger.warning(
+            "this process did not run for %.1f s (paused or starved); every worker gets a "
+            "fresh %.0f s to be heard from before any is declared lost",
+            seconds,
+            self.heartbeat_tolerance,
+        )
+
     def pending_tasks(self) -> dict[str, str]:
         """``task_id -> worker_id`` of the tasks sent and not yet resolved."""
         return self._registry.pending()
@@ -210,9 +235,15 @@ class Master(Service):
                 raise
             except RemoteError as e:
                 self._registry.complete(entry, False, {}, f"could not deliver task: {e}")
-            entry.done.wait(max(0.0, deadline - time.monotonic()))
+            # Running time: a pause of this process (SIGSTOP) does not use up the timeout.
+            wait_running(entry.done, max(0.0, deadline - time.monotonic()))
             self._registry.complete(entry, False, {}, f"timed out after {timeout:g} s")
-        assert entry.result is not None  # resolved by the worker, or by a failure above
+        # Whoever took the entry out of the pending map resolves it, maybe a moment after
+        # (a worker declared lost in another thread): wait for that, bounded.
+        if not entry.done.wait(_RESOLVE_WAIT_S):
+            logger.error("task %s '%s' was never resolved", entry.task_id, name)
+            return TaskResult(entry.task_id, worker_id, name, False, {}, "task lost")
+        assert entry.result is not None  # set before done
         return entry.result
 
     def send_task_async(

@@ -17,6 +17,7 @@ from typing import Any
 from ding_lite.interaction.client import HttpClient
 from ding_lite.interaction.envelope import ApiError, Code
 from ding_lite.interaction.protocol import TaskResult, WorkerInfo
+from ding_lite.utils.clock import PauseDetector
 
 
 @dataclass
@@ -26,6 +27,7 @@ class _Worker:
     address: str
     client: HttpClient
     last_seen: float
+    restored: bool = False  # known from a restarted master's records, not heard from yet
 
 
 @dataclass
@@ -66,6 +68,33 @@ class WorkerRegistry:
         self._workers: dict[str, _Worker] = {}
         self._pending: dict[str, PendingTask] = {}
         self._closed = False
+        # Liveness is judged at least every monitor tick; a longer gap between two
+        # judgements means this process was not running (see _forgive_own_pause_locked).
+        self._pause = PauseDetector(max(0.5, heartbeat_tolerance / 2))
+        #: Called (outside the lock) with the seconds of each pause of this process noticed.
+        self.on_pause: Callable[[float], None] | None = None
+
+    @property
+    def paused_s(self) -> float:
+        """Seconds this process was noticed not running, in all (see :meth:`pop_lost`)."""
+        return self._pause.paused_s
+
+    def _forgive_own_pause_locked(self, now: float) -> float:
+        """After a pause of this process, every worker gets a fresh tolerance.
+
+        Their heartbeats could not be answered while this process was stopped; judging
+        them by the gap would blame them for the master's own absence. Returns the pause.
+        """
+        paused = self._pause.tick()
+        if paused:
+            for worker in self._workers.values():
+                worker.last_seen = max(worker.last_seen, now)
+        return paused
+
+    def _judge(self) -> tuple[float, float]:
+        """Takes the lock's view of time: ``(now, pause that just ended)`` (lock held)."""
+        now = time.monotonic()
+        return now, self._forgive_own_pause_locked(now)
 
     def _info(self, worker: _Worker, now: float) -> WorkerInfo:
         alive = now - worker.last_seen <= self.heartbeat_tolerance
@@ -83,7 +112,9 @@ class WorkerRegistry:
         - an id held by a live worker (within the tolerance) at another address or with
           another role gets 409, and nothing changes, not even the holder's ``last_seen``;
         - an id silent for longer than the tolerance is taken over: the old holder is
-          dropped as if lost (its pending tasks fail with "worker lost") and returned.
+          dropped as if lost (its pending tasks fail with "worker lost") and returned;
+          so is an id :meth:`restore` brought back and no heartbeat has confirmed yet
+          (a new process took the place of one that did not outlive the old master).
 
         Returns:
             ``(info, replaced)``: the registered worker, and the silent worker it replaced
@@ -97,7 +128,7 @@ class WorkerRegistry:
         with self._lock:
             worker = self._workers.get(worker_id)
             if worker is not None and (worker.address, worker.role) != (address, role):
-                if now - worker.last_seen > self.heartbeat_tolerance:
+                if worker.restored or now - worker.last_seen > self.heartbeat_tolerance:
                     replaced = self._pop_worker_locked(worker_id)
                     worker = None
                 elif worker.address != address:
@@ -114,7 +145,7 @@ class WorkerRegistry:
             if worker is None:
                 worker = _Worker(worker_id, role, address, self._make_client(address), now)
                 self._workers[worker_id] = worker
-            worker.last_seen = now
+            worker.last_seen, worker.restored = now, False
             info = self._info(worker, now)
         if replaced is None:
             return info, None
@@ -138,8 +169,22 @@ class WorkerRegistry:
                 raise ApiError(
                     Code.NOT_FOUND, f"unknown worker '{worker_id}'; register before heartbeats"
                 )
-            worker.last_seen = time.monotonic()
+            worker.last_seen, worker.restored = time.monotonic(), False
             return worker.address
+
+    def restore(self, workers: list[tuple[str, str, str]]) -> None:
+        """Takes back ``(worker_id, role, address)`` of workers a previous master of this
+        run had registered (a restarted coordinator): each counts as seen now, so it has
+        the heartbeat tolerance to be heard from before it is declared lost, and its
+        heartbeats are answered as before. Ids already registered are left as they are."""
+        now = time.monotonic()
+        with self._lock:
+            for worker_id, role, address in workers:
+                if worker_id not in self._workers:
+                    client = self._make_client(address)
+                    self._workers[worker_id] = _Worker(
+                        worker_id, role, address, client, now, restored=True
+                    )
 
     def deregister(self, worker_id: str, reason: str) -> None:
         """Removes a worker; its pending tasks fail with ``reason``.
@@ -154,25 +199,35 @@ class WorkerRegistry:
         self._fail(worker, orphans, reason)
 
     def pop_lost(self, reason: str) -> list[WorkerInfo]:
-        """Removes every worker silent for longer than the tolerance; fails their tasks."""
-        now = time.monotonic()
+        """Removes every worker silent for longer than the tolerance; fails their tasks.
+
+        Called regularly (the master's monitor). When this process itself was paused since
+        the previous call, nobody is declared lost: every worker gets a fresh tolerance.
+        """
         with self._lock:
+            now, paused = self._judge()
             lost = [
                 self._pop_worker_locked(w.worker_id)
                 for w in list(self._workers.values())
                 if now - w.last_seen > self.heartbeat_tolerance
             ]
+        self._paused(paused)
         infos = []
         for worker, orphans in lost:
             self._fail(worker, orphans, reason)
             infos.append(self._info(worker, now))
         return infos
 
+    def _paused(self, seconds: float) -> None:
+        if seconds and self.on_pause is not None:
+            self.on_pause(seconds)
+
     def workers(self, role: str | None = None) -> list[WorkerInfo]:
         """Snapshots of the workers (of ``role`` if given), sorted by id."""
-        now = time.monotonic()
         with self._lock:
+            now, paused = self._judge()
             found = [self._info(w, now) for w in self._workers.values() if role in (None, w.role)]
+        self._paused(paused)
         return sorted(found, key=lambda info: info.worker_id)
 
     def _pop_worker_locked(self, worker_id: str) -> tuple[_Worker, list[PendingTask]]:

@@ -81,6 +81,13 @@ class Slave(Service):
         max_body_bytes: larger request bodies get 413.
         client_timeout: timeout of calls to the master, seconds or ``(connect, read)``.
         client_retries: retries of calls to the master that could not connect.
+        report_timeout: seconds a task's outcome is offered again while the master cannot
+            be reached (stopped, paused or restarting); it goes to whoever answers at the
+            master's address then.
+        on_undelivered: called with ``(task name, result)`` for a successful outcome the
+            master never took (unreachable past ``report_timeout``, or a master that does
+            not know the task: a restarted coordinator), from the task thread, so the
+            worker can hand what it carried over again later.
     """
 
     def __init__(
@@ -99,6 +106,8 @@ class Slave(Service):
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         client_timeout: Timeout = DEFAULT_TIMEOUT,
         client_retries: int = 3,
+        report_timeout: float = 60.0,
+        on_undelivered: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         if role not in ROLES:
             raise ConfigError(f"unknown role '{role}'; known: {', '.join(ROLES)}")
@@ -113,6 +122,9 @@ class Slave(Service):
         self.worker_id = worker_id
         self.heartbeat_period = heartbeat_period
         self.register_timeout = register_timeout
+        self.report_timeout = report_timeout
+        #: See ``on_undelivered`` above; the worker owning the slave may set it later.
+        self.on_undelivered = on_undelivered
         self._handlers = dict(handlers)
         self._advertise_address = advertise_address
         self._client = HttpClient(
@@ -329,15 +341,34 @@ class Slave(Service):
             "result": result,
             "error": error,
         }
-        try:
+        deadline = time.monotonic() + self.report_timeout
+        delay = 0.1
+        while True:
             try:
-                self._client.post(MASTER_TASK_RESULT, body)
-            except ValueError as e:  # the result is not JSON: report that instead
-                body.update(success=False, result={}, error=f"TypeError: {e}")
-                self._client.post(MASTER_TASK_RESULT, body)
-        except RemoteError as e:
-            # E.g. 404: the master gave up on the task (timeout) or forgot this worker.
-            logger.warning("could not report task %s '%s': %s", task.task_id, task.name, e)
+                try:
+                    self._client.post(MASTER_TASK_RESULT, body)
+                except ValueError as e:  # the result is not JSON: report that instead
+                    body.update(success=False, result={}, error=f"TypeError: {e}")
+                    self._client.post(MASTER_TASK_RESULT, body)
+                return
+            except (RemoteUnreachable, RemoteTimeout) as e:
+                # The master is down, paused or restarting: offer it again until it answers.
+                if self._stopping.is_set() or time.monotonic() + delay > deadline:
+                    logger.warning("could not report task %s '%s': %s", task.task_id, task.name, e)
+                    break
+                if delay == 0.1:
+                    logger.warning("master unreachable; the result of '%s' waits", task.name)
+                self._stopping.wait(delay)
+                delay = min(delay * 2, 2.0)
+            except RemoteError as e:
+                # E.g. 404: the master gave up on the task (timeout), or is a restarted one.
+                logger.warning("could not report task %s '%s': %s", task.task_id, task.name, e)
+                break
+        if body["success"] and self.on_undelivered is not None:
+            try:
+                self.on_undelivered(task.name, result)
+            except Exception:
+                logger.exception("taking back the result of '%s' failed", task.name)
 
     # -------------------------------------------------------------------- routes
     def _handle_task(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -122,11 +122,12 @@ def parse_rollout_path(path: str | os.PathLike) -> RolloutMeta | None:
     )
 
 
-def scan_rollouts(path_data: str | os.PathLike) -> list[dict]:
+def scan_rollouts(path_data: str | os.PathLike, links: list[str] | None = None) -> list[dict]:
     """Lists the complete rollout files under ``<path_data>/<collector>/``.
 
     Temp files, other names, symlinks, folders and anything resolving outside ``path_data``
-    are skipped. Sorted by collector, then sequence number.
+    are skipped. Sorted by collector, then sequence number. ``links``, if given, receives
+    the symbolic links found (collector folders and files; never followed).
 
     Returns:
         Dicts ``{"path", "collector", "seq", "policy_version", "size", "created"}`` (the
@@ -139,13 +140,19 @@ def scan_rollouts(path_data: str | os.PathLike) -> list[dict]:
     except OSError:  # no data folder (yet): nothing to adopt
         return found
     for folder in folders:
-        if folder.is_symlink() or not folder.is_dir():
+        if folder.is_symlink():
+            if links is not None:
+                links.append(os.fspath(folder))
+            continue
+        if not folder.is_dir():
             continue
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
+            if links is not None and entry.is_symlink():
+                links.append(entry.path)
             meta = parse_rollout_path(entry.path)
             if meta is None or not entry.is_file(follow_symlinks=False):
                 continue

@@ -205,6 +205,11 @@ class ChaosRun:
             default=-1,
         )
 
+    def coordinator_pids(self) -> list[int]:
+        """The live coordinator process of a ``ding-lite parallel`` run (the supervisor's
+        child), or of ``ding-lite coordinator --resume`` on the run dir."""
+        return processes_with(f"coordinator --resume {self.dir} ")
+
     def worker_pids(self, address: str, worker_id: str) -> list[int]:
         """The live process of worker ``worker_id`` (not its replacements ``<id>.r<n>``)."""
         return processes_with(f"--coordinator {address} --worker-id {worker_id} ")

@@ -31,14 +31,16 @@ def _versions(chaos, folder: str, pattern: str) -> list[int]:
 
 def _crash_after_policy(chaos, version: int) -> None:
     """Trains with a checkpoint every 2 iterations until policy ``version`` is published, then
-    SIGKILLs the whole run (the launcher's process group and every worker) at once."""
+    SIGKILLs the whole run (the launcher's process group, its coordinator and every worker)
+    at once."""
     proc = chaos.launch(*EXP, "--max-train-iter", "100", *NEVER_SOLVED, *FAST, CKPT_EVERY_2)
     address = chaos.address()
 
     assert wait_for(lambda: chaos.newest_policy() >= version, 90, 0.02), chaos.report()
     workers = processes_with(f"--coordinator {address} ")
+    coordinator = processes_with(f"coordinator --resume {chaos.dir} ")
     os.killpg(proc.pid, signal.SIGKILL)  # the launcher is its group's leader
-    for pid in workers:
+    for pid in workers + coordinator:  # each in a session of its own
         os.kill(pid, signal.SIGKILL)
     assert proc.wait(timeout=10) == -signal.SIGKILL
     assert wait_for(lambda: not processes_with(f"--coordinator {address} "), 10)

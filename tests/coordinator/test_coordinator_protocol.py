@@ -4,6 +4,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -27,17 +28,25 @@ class LocalTransport:
     """Calls worker handlers in-process; ``lost`` workers vanish from the registry."""
 
     def __init__(self, workers):
-        self.workers = workers  # id -> (role, worker)
+        self.table = workers  # id -> (role, worker)
         self.lost = set()
         self.calls = []
 
     def worker_ids(self, role):
-        return [w for w, (r, _) in self.workers.items() if r == role and w not in self.lost]
+        return [w for w, (r, _) in self.table.items() if r == role and w not in self.lost]
+
+    def workers(self, role=None):
+        """In-process workers have no address: one per id, never changing."""
+        return [
+            SimpleNamespace(worker_id=w, role=r, address=f"127.0.0.1:{10000 + i}")
+            for i, (w, (r, _)) in enumerate(self.table.items())
+            if role in (None, r) and w not in self.lost
+        ]
 
     def send_task(self, worker_id, name, data, timeout):
         self.calls.append((worker_id, name))
         try:
-            return Outcome(True, self.workers[worker_id][1].handlers[name](data), None)
+            return Outcome(True, self.table[worker_id][1].handlers[name](data), None)
         except Exception as err:  # the transport reports failures, like the HTTP one
             return Outcome(False, None, f"{type(err).__name__}: {err}")
 

@@ -1,6 +1,7 @@
 """The rollout ledger: every file ends in exactly one outcome."""
 
 import os
+from pathlib import Path
 
 from ding_lite.coordinator.ledger import OUTCOMES, RolloutLedger
 from ding_lite.utils.paths import rollout_name
@@ -105,3 +106,23 @@ def test_dropped_samples_count_the_files_dropped_before_the_run_end(tmp_path):
         }
     )
     assert ledger.dropped_samples == 24 + 32  # stale and invalid; trained and run end not
+
+
+def test_symlinks_in_path_data_are_counted_once_as_rejected_and_never_followed(tmp_path):
+    """Issue 25: a symlink found in the data path was ignored silently."""
+    data, outside = tmp_path / "data", tmp_path / "outside"
+    (data / "c0").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "00000000_v0_n4.pt").write_bytes(b"x")
+    (data / "c0" / "00000001_v0_n4.pt").symlink_to(outside / "00000000_v0_n4.pt")
+    (data / "c9").symlink_to(outside)  # a linked collector folder
+    refused = []
+    ledger = RolloutLedger(data, on_reject=lambda path, why: refused.append((path, why)))
+    assert ledger.adopt() == 0 and ledger.adopt() == 0
+    assert ledger.counts["rejected_links"] == 2 and ledger.counts["written"] == 0
+    assert sorted(Path(p).name for p, _ in refused) == ["00000001_v0_n4.pt", "c9"]
+    assert all("symbolic link" in why for _, why in refused)
+    restored = RolloutLedger(data)
+    restored.restore(ledger.state())
+    restored.adopt()
+    assert restored.counts["rejected_links"] == 2  # a restarted coordinator counts none again

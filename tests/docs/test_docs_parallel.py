@@ -27,11 +27,12 @@ from ding_lite.coordinator.collectors import (
     IDLE_POLL_S,
     MAX_DATA_FAILURES,
 )
-from ding_lite.coordinator.coordinator import ADOPT_AFTER_S, MAX_LEARNER_FAILURES, SCAN_INTERVAL_S
+from ding_lite.coordinator.coordinator import ADOPT_AFTER_S, SCAN_INTERVAL_S
+from ding_lite.coordinator.learner_side import MAX_LEARNER_FAILURES
 from ding_lite.coordinator.ledger import LEDGER_KEYS, OUTCOMES, RolloutLedger
 from ding_lite.coordinator.watchdog import STALL_FACTOR, Backoff, QuietLog
 from ding_lite.data.files import write_rollout
-from ding_lite.entry import cli, parallel, roles, run_report
+from ding_lite.entry import cli, coordinating, parallel, roles, run_report
 from ding_lite.entry.launch import local as launcher
 from ding_lite.entry.run_dir import lock_exp_dir
 from ding_lite.interaction import Code, HttpClient, Master, Slave, protocol, server
@@ -440,6 +441,14 @@ class ScriptedTransport:
 
     def worker_ids(self, role):
         return list(self.ids[role])
+
+    def workers(self, role=None):
+        roles = [role] if role else list(self.ids)
+        return [
+            SimpleNamespace(worker_id=w, role=r, address=f"scripted:{w}")
+            for r in roles
+            for w in self.ids[r]
+        ]
 
     def send_task(self, worker, name, data, timeout):
         self.calls.append((worker, name, data, timeout))
@@ -968,9 +977,9 @@ def test_master_reads_worker_answers_for_http_timeout(monkeypatch):
         def start(self):
             return self
 
-    monkeypatch.setattr(roles, "Master", FakeMaster)
+    monkeypatch.setattr(coordinating, "Master", FakeMaster)
     cfg = compile_config("cartpole_ppo_parallel", ["system.http_timeout=7"])
-    roles.start_master(cfg, TOKEN)
+    coordinating.start_master(cfg, TOKEN)
     assert seen["client_timeout"] == (3.05, 7.0)
     assert "read for at most ``system.http_timeout`` seconds" in page_text()
 
@@ -991,6 +1000,10 @@ def test_run_coordinator_tidies_path_data_and_writes_result(tmp_path, monkeypatc
     class FakeCoordinator:
         def __init__(self, *args, **kwargs):
             self.status = RunStatus(stop_reason="max_train_iter")
+            self.started_at, self.cpu_before = time.time(), 0.0
+
+        def save(self, kind):
+            pass
 
         def run(self, wait_workers):
             waits.append(wait_workers)
@@ -999,12 +1012,12 @@ def test_run_coordinator_tidies_path_data_and_writes_result(tmp_path, monkeypatc
                 raise KeyboardInterrupt
             return self.status
 
-    monkeypatch.setattr(roles, "Coordinator", FakeCoordinator)
+    monkeypatch.setattr(coordinating, "Coordinator", FakeCoordinator)
     if interrupted:
         with pytest.raises(stop.RunInterrupted):
-            roles.run_coordinator(cfg, progress=False)
+            coordinating.run_coordinator(cfg, progress=False)
     else:
-        assert roles.run_coordinator(cfg, progress=False)["stop_reason"] == "max_train_iter"
+        assert coordinating.run_coordinator(cfg, progress=False)["stop_reason"] == "max_train_iter"
     if interrupted:  # before its first checkpoint: what the run wrote is removed
         assert not (tmp_path / "run" / "result.json").exists()
         assert not (tmp_path / "run" / "config.json").exists()

@@ -250,3 +250,70 @@ def test_result_only_from_the_worker_the_task_went_to(
     release.set()
     result = future.result(timeout=10)
     assert (result.success, result.worker_id, result.result) == (True, "c0", {"v": 1})
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 5000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _registry(monkeypatch, tolerance: float = 3.0) -> tuple[WorkerRegistry, _Clock]:
+    fake = _Clock()
+    monkeypatch.setattr(time, "monotonic", fake)
+    clients: list[Any] = []
+
+    class Client:
+        def __init__(self, address: str) -> None:
+            self.address = address
+            clients.append(self)
+
+        def close(self) -> None:
+            pass
+
+    return WorkerRegistry(tolerance, Client), fake
+
+
+def test_a_pause_of_the_master_declares_nobody_lost(monkeypatch):
+    """The issue: a coordinator paused 20 s declared every worker lost on waking."""
+    registry, fake = _registry(monkeypatch)
+    paused: list[float] = []
+    registry.on_pause = paused.append
+    registry.register("c0", "collector", "127.0.0.1:9")
+    fake.now += 0.5
+    assert registry.pop_lost("worker lost") == []
+    fake.now += 20.0  # SIGSTOP ... SIGCONT: nothing ran, no heartbeat was answered
+    assert registry.pop_lost("worker lost") == []
+    assert [w.alive for w in registry.workers()] == [True] and paused == [20.0]
+    assert registry.paused_s == 20.0
+    lost = []
+    for _ in range(8):  # then it really goes silent: lost after the tolerance, as ever
+        fake.now += 0.5
+        lost += [(w.worker_id, fake.now) for w in registry.pop_lost("worker lost")]
+    assert [w for w, _ in lost] == ["c0"] and lost[0][1] > 5020.5 + 3.0
+
+
+def test_a_reader_waking_first_also_forgives_the_pause(monkeypatch):
+    """The coordinator's loop may look at the workers before the monitor runs again."""
+    registry, fake = _registry(monkeypatch)
+    registry.register("l0", "learner", "127.0.0.1:9")
+    registry.pop_lost("worker lost")
+    fake.now += 20.0
+    assert [w.alive for w in registry.workers("learner")] == [True]
+
+
+def test_restored_workers_are_answered_and_a_new_process_takes_an_id_over(monkeypatch):
+    """A restarted coordinator knows the old one's workers: a heartbeat is answered as
+    before; a new process registering one of the ids takes it over at once (no 409); one
+    never heard from is lost after the tolerance."""
+    registry, fake = _registry(monkeypatch)
+    registry.restore([("c0", "collector", "127.0.0.1:9"), ("c1", "collector", "127.0.0.1:10")])
+    assert registry.heartbeat("c0") == "127.0.0.1:9"
+    info, replaced = registry.register("c1", "collector", "127.0.0.1:11")
+    assert info.address == "127.0.0.1:11" and replaced.address == "127.0.0.1:10"
+    with pytest.raises(ApiError):  # c0 was heard from: a live holder is not taken over
+        registry.register("c0", "collector", "127.0.0.1:12")
+    registry.restore([("c0", "collector", "127.0.0.1:99")])  # known ids stay as they are
+    assert registry.heartbeat("c0") == "127.0.0.1:9"

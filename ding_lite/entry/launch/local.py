@@ -52,12 +52,14 @@ class Launcher:
         self.procs: dict[str, subprocess.Popen] = {}  # worker id -> process, old ones too
         self.followers: dict[str, list[subprocess.Popen]] = {}  # id -> its ranks 1..N-1
         self.roles: dict[str, str] = {}
-        self.restarts = 0
+        self.restarts = 0  # workers replaced
+        self.coordinator_restarts = 0  # coordinators restarted (the supervisor's)
         self._handled: dict[str, bool] = {}  # worker id -> whether a replacement follows
         self._due: list[tuple[float, str, str]] = []  # (when, role, new id)
         self._generation: dict[str, int] = {}
         self._registered: set[str] = set()
         self._lost: set[str] = set()  # declared lost by the master: gone, even if it returns
+        self._closing = False  # the run is closing: nothing is replaced any more
         self._logger = get_logger("launcher")
 
     def start_all(self) -> None:
@@ -117,7 +119,7 @@ class Launcher:
             return False
         for each in [proc, *self.followers.get(worker_id, [])]:
             _kill(each)
-        if self.restarts >= self.cfg.system.max_restarts:
+        if not self._restart_left():
             self._logger.error(
                 f"{role} {worker_id} failed ({reason}); no restart left "
                 f"(system.max_restarts={self.cfg.system.max_restarts})"
@@ -135,6 +137,24 @@ class Launcher:
         self._logger.warning(f"{role} {worker_id} failed ({reason}); {new_id} starts in {delay} s")
         return True
 
+    def _restart_left(self) -> bool:
+        """Workers and the coordinator share one budget of ``system.max_restarts``."""
+        return self.restarts + self.coordinator_restarts < self.cfg.system.max_restarts
+
+    def restart_coordinator(self, reason: str, attempt: int = 1) -> float | None:
+        """Books a coordinator restart; returns the backoff before it (by ``attempt``: the
+        restarts in a row that did not last), or None when no restart is left."""
+        if not self._restart_left():
+            self._logger.error(
+                f"the coordinator {reason}; no restart left "
+                f"(system.max_restarts={self.cfg.system.max_restarts})"
+            )
+            return None
+        self.coordinator_restarts += 1
+        delay = RESTART_BACKOFF_S[min(max(attempt, 1), len(RESTART_BACKOFF_S)) - 1]
+        self._logger.warning(f"the coordinator {reason}; a new one starts in {delay} s")
+        return delay
+
     def pending(self, role: str) -> int:
         """Replacements due, or started and still starting (alive, not yet registered)."""
         due = sum(1 for _, r, _ in self._due if r == role)
@@ -150,6 +170,8 @@ class Launcher:
 
     def poll(self) -> None:
         """Starts the replacements that are due; replaces children that exited on their own."""
+        if self._closing:
+            return
         now = time.monotonic()
         for item in [d for d in self._due if d[0] <= now]:
             self._due.remove(item)
@@ -163,6 +185,11 @@ class Launcher:
                 if follower.poll() is not None:
                     reason = f"its rank {rank} exited with code {follower.returncode}"
                     self.worker_failed(wid, self.roles[wid], reason)
+
+    def closing(self) -> None:
+        """The coordinator closes the run: workers exit from now on, none is replaced."""
+        self._closing = True
+        self._due.clear()
 
     def retire(self, worker_id: str) -> None:
         """``worker_id`` was dropped for good: when it exits, nothing replaces it."""
@@ -216,6 +243,16 @@ class LauncherTransport:
     def send_task_async(self, worker_id: str, name: str, data: dict, timeout: float) -> Any:
         return self.master.send_task_async(worker_id, name, data, timeout=timeout)
 
+    def workers(self, role: str | None = None) -> list[Any]:
+        return self.master.workers(role)
+
+    def restore_workers(self, workers: list[tuple[str, str, str]]) -> None:
+        self.master.restore_workers(workers)
+
+    @property
+    def paused_s(self) -> float:
+        return self.master.paused_s
+
 
 def spawn_worker(
     role: str,
@@ -249,6 +286,8 @@ def spawn_worker(
         worker_id,
         "--heartbeat-period",
         str(cfg.system.heartbeat_period),
+        "--master-timeout",
+        str(cfg.system.master_timeout),
         *(["-c", register] if register else []),
         *(["--dist-timeout", str(cfg.system.dist_timeout)] if rank_env else []),
     ]

@@ -1,7 +1,9 @@
 """The Ray launcher (``ding-lite parallel --launcher ray``, extra ``ray``): the run's workers
 as Ray actors, on this machine or on a Ray cluster.
 
-The coordinator stays in the calling process. Each collector is one actor asking for
+The actors belong to the supervisor (``ding-lite parallel``), not to the coordinator, which
+runs as the supervisor's child: they outlive a coordinator that dies and rejoin its
+successor. Each collector is one actor asking for
 ``system.collector_resources``; the N ranks of the learner are N actors in one placement
 group (one bundle of ``system.learner_resources`` per rank), so Ray starts them together or
 not at all. An actor runs the same worker a launcher's child process runs
@@ -14,29 +16,54 @@ replacement (the whole group, for a learner rank) is a new set of actors. Withou
 ``system.ray_address`` a local Ray instance is started (no dashboard, CPUs: the machine's
 cores or what the run asks for, whichever is more) and shut down with the run; with an
 address the run joins that cluster and removes only its own actors.
+
+Ray's services can run code for whoever reaches them, so the run guards them: a local
+instance has token authentication on, with a token made in this process (it reaches Ray's
+processes through their environment only: never argv, the run dir, a log or ``~/.ray``),
+and keeps every service on loopback; a cluster is joined only if it refuses clients without
+a token, unless ``system.ray_allow_unauthenticated`` says otherwise.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import secrets
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ding_lite.entry.launch.local import Launcher, worker_threads
 from ding_lite.utils.errors import ConfigError
 
-try:
-    import ray
-    from ray.util.placement_group import placement_group, remove_placement_group
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-except ImportError:  # the extra is not installed: RayLauncher says so in one line
-    ray = None
+# Imported by _import_ray(): Ray reads its auth mode and whether it may swap 127.0.0.1 for
+# the machine's routable address once, on import, so the environment must be set first.
+ray: Any = None
 
 PLACEMENT_TIMEOUT_S = 60.0  # Ray must place a learner group (or start an actor) this fast
 ACTOR_CALL_TIMEOUT_S = 60.0
+PROBE_TIMEOUT_S = 30.0  # a fresh Python asking a cluster whether it wants a token
+# "0": a local node keeps 127.0.0.1 as its address, and Ray's services then bind loopback only
+# (Ray's switch for single-machine Ray on macOS and Windows; on Linux it defaults to "1").
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+# Run by a fresh Python with authentication off: exit 3 if the cluster's GCS refuses it, 0 if
+# it serves (the address as ray.init takes it: host:port, or "auto").
+_TOKEN_PROBE = """
+import sys
+from ray._private.services import canonicalize_bootstrap_address_or_die
+from ray._raylet import GcsClient
+from ray.exceptions import AuthenticationError
+try:
+    GcsClient(address=canonicalize_bootstrap_address_or_die(sys.argv[1]))
+except AuthenticationError:
+    sys.exit(3)
+"""
+_local_token: str | None = None  # one per process: Ray keeps the first token it loads
 
 
 class WorkerActor:
@@ -44,6 +71,8 @@ class WorkerActor:
 
     def where(self) -> tuple[str, int, int]:
         """``(node IP, a free port there, pid)``: where a learner group's store can listen."""
+        import ray  # this runs in the actor's process, a Ray worker
+
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind(("", 0))
             port = sock.getsockname()[1]
@@ -110,23 +139,41 @@ class RayLauncher(Launcher):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if ray is None:
+        if importlib.util.find_spec("ray") is None:
             raise ConfigError(
                 "--launcher ray needs Ray: pip install 'ray[default]' (in a ding_lite "
                 "checkout: pip install -e '.[ray]')"
             )
         self._owns_ray = False
         self._groups: dict[str, Any] = {}  # worker id -> its placement group
-        self._actor_cls = ray.remote(WorkerActor)
+        self._actor_cls: Any = None
 
     def start_all(self) -> None:
-        system = self.cfg.system
-        if system.ray_address:
-            ray.init(address=system.ray_address, log_to_driver=False, configure_logging=False)
+        if self.cfg.system.ray_address:
+            self._join_cluster(self.cfg.system.ray_address)
         else:
-            wanted = system.learners * float(system.learner_resources.get("CPU", 1))
-            wanted += system.collectors * float(system.collector_resources.get("CPU", 0.5))
-            cores = os.cpu_count() or 1
+            self._start_local()
+        self._actor_cls = ray.remote(WorkerActor)
+        super().start_all()
+
+    def _start_local(self) -> None:
+        """Starts a Ray instance for this run: token authentication on, with a token of this
+        process's making, and every service (GCS, raylet, object manager, workers, agents)
+        on 127.0.0.1."""
+        global _local_token
+        if ray is None and "ray" in sys.modules:
+            raise ConfigError(
+                "Ray was imported before the run could set up its local Ray instance (token, "
+                "loopback): import ray after the run starts, or join a cluster (ray_address)"
+            )
+        system = self.cfg.system
+        wanted = system.learners * float(system.learner_resources.get("CPU", 1))
+        wanted += system.collectors * float(system.collector_resources.get("CPU", 0.5))
+        cores = os.cpu_count() or 1
+        _local_token = _local_token or secrets.token_hex(32)
+        auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": _local_token, LOOPBACK_ENV: "0"}
+        with _environ(auth):  # read by Ray here, and inherited by every process it starts
+            _import_ray()
             ray.init(
                 num_cpus=max(cores, int(wanted + 0.999)),
                 num_gpus=_gpus(),
@@ -135,9 +182,47 @@ class RayLauncher(Launcher):
                 configure_logging=False,
                 _node_ip_address="127.0.0.1",
             )
-            self._owns_ray = True
-        self._logger.info(f"Ray: {ray.cluster_resources()}")
-        super().start_all()
+        self._owns_ray = True
+        self._logger.info(
+            f"Ray: a local instance at {ray.get_runtime_context().gcs_address} (token "
+            f"authentication, loopback only): {ray.cluster_resources()}"
+        )
+
+    def _join_cluster(self, address: str) -> None:
+        """Joins the Ray cluster at ``address`` if it refuses clients without a token (or
+        ``system.ray_allow_unauthenticated``), presenting the token of the user's environment
+        (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``)."""
+        allow = self.cfg.system.ray_allow_unauthenticated
+        requires = _requires_token(address)
+        if requires is False and not allow:
+            raise ConfigError(
+                f"the Ray cluster at {address} does not require a token (anyone reaching it can "
+                "run code): start it with RAY_AUTH_MODE=token, or set "
+                "system.ray_allow_unauthenticated=true to join it anyway"
+            )
+        if requires is None and not allow:
+            raise ConfigError(
+                f"could not check that the Ray cluster at {address} requires a token; set "
+                "system.ray_allow_unauthenticated=true to join it without the check"
+            )
+        with _environ({"RAY_AUTH_MODE": "token"} if requires else {}):
+            _import_ray()
+            try:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+            except (ray.exceptions.AuthenticationError, ConnectionError) as err:
+                if not requires:
+                    raise
+                # no token: AuthenticationError at once; a wrong one: ConnectionError (20 s)
+                raise ConfigError(
+                    f"could not join the Ray cluster at {address}, which requires a token "
+                    f"({type(err).__name__}): set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH to its "
+                    "token (ray get-auth-token on its head node)"
+                ) from None
+        auth = {True: "token authentication", False: "NO token authentication"}
+        self._logger.info(
+            f"Ray: joined the cluster at {ray.get_runtime_context().gcs_address} "
+            f"({auth.get(requires, 'token not checked')}): {ray.cluster_resources()}"
+        )
 
     def _start_group(self, role: str, worker_id: str, ranks: int) -> list[Any]:
         system = self.cfg.system
@@ -157,11 +242,11 @@ class RayLauncher(Launcher):
         group = None
         if ranks > 1:
             bundle = {"CPU": cpus, **({"GPU": gpus} if gpus else {}), **resources}
-            group = placement_group([bundle] * ranks, strategy="PACK")
+            group = ray.util.placement_group([bundle] * ranks, strategy="PACK")
             try:
                 ray.get(group.ready(), timeout=PLACEMENT_TIMEOUT_S)
             except Exception:
-                remove_placement_group(group)
+                ray.util.remove_placement_group(group)
                 raise ConfigError(
                     f"Ray could not place {ranks} learner ranks of {bundle} within "
                     f"{PLACEMENT_TIMEOUT_S:g} s (cluster: {ray.cluster_resources()})"
@@ -171,8 +256,10 @@ class RayLauncher(Launcher):
         for rank in range(ranks):
             opts = dict(options)
             if group is not None:
-                opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
-                    group, placement_group_bundle_index=rank
+                opts["scheduling_strategy"] = (
+                    ray.util.scheduling_strategies.PlacementGroupSchedulingStrategy(
+                        group, placement_group_bundle_index=rank
+                    )
                 )
             actors.append(self._actor_cls.options(**opts).remote())
         places = ray.get([a.where.remote() for a in actors], timeout=ACTOR_CALL_TIMEOUT_S)
@@ -191,6 +278,7 @@ class RayLauncher(Launcher):
                 "coordinator": self.address,
                 "worker_id": worker_id,
                 "heartbeat_period": system.heartbeat_period,
+                "master_timeout": system.master_timeout,
                 "dist_timeout": system.dist_timeout,
                 "register": self.register,
             }
@@ -202,18 +290,57 @@ class RayLauncher(Launcher):
         replaced = super().worker_failed(worker_id, role, reason)
         group = self._groups.pop(worker_id, None)
         if group is not None:
-            remove_placement_group(group)
+            ray.util.remove_placement_group(group)
         return replaced
 
     def stop_all(self) -> None:
         try:
             super().stop_all()
             for group in self._groups.values():
-                remove_placement_group(group)
+                ray.util.remove_placement_group(group)
             self._groups.clear()
         finally:
-            if ray.is_initialized():
+            if ray is not None and ray.is_initialized():
                 ray.shutdown()  # a local instance stops with it; a cluster keeps running
+
+
+def _import_ray() -> None:
+    """Imports Ray as this module's ``ray``, under the environment the caller has set."""
+    global ray
+    import ray.util.scheduling_strategies  # binds ``ray``; the submodule is used by name
+
+
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` updated with ``values`` inside the block, as it was after it."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _requires_token(address: str) -> bool | None:
+    """Whether the Ray cluster at ``address`` refuses a client without a token (None: the
+    probe could not tell). A fresh Python asks its GCS, with authentication off and no token:
+    this process cannot, as Ray fixes its auth mode when imported."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")}
+    env["RAY_AUTH_MODE"] = "disabled"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _TOKEN_PROBE, address],
+            env=env,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return {0: False, 3: True}.get(done.returncode)
 
 
 def _gpus() -> int:

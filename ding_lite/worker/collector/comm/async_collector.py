@@ -158,6 +158,21 @@ class AsyncCollector:
                 "evals": evals,
             }
 
+    @property
+    def files_written(self) -> int:
+        """Rollout files this loop wrote."""
+        return self._seq
+
+    def give_back(self, out: dict[str, Any]) -> None:
+        """Puts a drained output the coordinator never received back in front of what came
+        since, so the next :meth:`drain` reports it (files, episodes, evaluations)."""
+        with self._lock:
+            self._outbox[:0] = list(out.get("files") or [])
+            self._returns[:0] = list(out.get("episode_returns") or [])
+            self._outcomes[:0] = list(out.get("episode_outcomes") or [])
+            self._sync_latency[:0] = list(out.get("sync_latency_s") or [])
+            self._evals[:0] = list(out.get("evals") or [])
+
     def set_on_policy(self, on_policy: Any) -> None:
         """Sets the callback run after each policy swap (see the class arguments)."""
         self._on_policy = on_policy

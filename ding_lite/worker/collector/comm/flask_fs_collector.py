@@ -50,6 +50,8 @@ class FlaskFileSystemCollector:
         self._device_override = device
         #: The transport serving this worker's tasks (None: handlers are called directly).
         self.slave = slave_factory(self.handlers) if slave_factory is not None else None
+        if self.slave is not None:
+            self.slave.on_undelivered = self.undelivered
         self._logger = get_logger(f"collector.{worker_id}")
         self._async: AsyncCollector | None = None
         self._evaluated_bucket = 0
@@ -57,6 +59,8 @@ class FlaskFileSystemCollector:
         #: Set once the coordinator closed this worker (its process may exit).
         self.closed = threading.Event()
         self._recent_returns: deque[float] = deque(maxlen=100)
+        self._started_with: dict[str, Any] | None = None  # the start task that started it
+        self._start_answer: dict[str, Any] = {}
 
     @property
     def handlers(self) -> dict[str, TaskHandler]:
@@ -91,6 +95,9 @@ class FlaskFileSystemCollector:
             UnsafePathError: ``policy_path`` is not inside ``path_policy`` (nothing loaded).
         """
         if self._async is not None:
+            if data == self._started_with:  # a restarted coordinator that did not book it
+                self._logger.info("asked to start again, as started: collecting on")
+                return dict(self._start_answer)
             raise DingLiteError("collector already started")
         if not is_worker_id(self.worker_id):
             raise ConfigError(
@@ -138,13 +145,26 @@ class FlaskFileSystemCollector:
             raise
         self._async.start()
         self._logger.info(f"collecting: env {cfg.env.name} x{cfg.env.num_envs} on {device}")
-        return {"device": str(device), "num_envs": cfg.env.num_envs}
+        self._started_with = data
+        self._start_answer = {"device": str(device), "num_envs": cfg.env.num_envs}
+        return dict(self._start_answer)
 
     def data_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Metadata of the rollout files written since the last call, plus episode stats."""
         out = self._require_async().drain()
         self._recent_returns.extend(out["episode_returns"])
         return out
+
+    def undelivered(self, name: str, result: dict[str, Any]) -> None:
+        """A data task's answer never reached the coordinator (it was restarting): what it
+        carried is reported again with the next data task. Files it names are on disk, so
+        the coordinator's scan would find them too; episodes and evaluations would be lost."""
+        if name == "collector_data_task" and self._async is not None:
+            self._async.give_back(result)
+            self._logger.warning(
+                f"the coordinator did not take {len(result.get('files') or [])} file(s) and "
+                f"{len(result.get('evals') or [])} evaluation(s); they go with the next data task"
+            )
 
     def policy_sync_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """``data``: ``{"path", "version", "published_at", "evaluate", "rollback"}``; the
@@ -174,6 +194,7 @@ class FlaskFileSystemCollector:
         self._async.stop()
         self._async.apply_pending_policy()
         out = self._async.drain()
+        self._logger.info(f"closed; wrote {self._async.files_written} rollout file(s) in all")
         if data.get("final_eval") and hasattr(self, "_evaluator"):
             version = self._async.policy_version
             if not any(e["policy_version"] == version for e in out["evals"]):

@@ -16,6 +16,7 @@ import functools
 import math
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,6 @@ import torch
 
 from ding_lite.config.config import compile_config
 from ding_lite.data.files import remove_newer_policies, remove_temp_files, write_policy
-from ding_lite.data.spec import probe_rollout_spec
 from ding_lite.utils import distributed
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import build_tb_logger, get_logger
@@ -34,8 +34,10 @@ from ding_lite.worker.learner.comm.base_comm_learner import BaseCommLearner
 from ding_lite.worker.learner.comm.best import BestPolicyWriter, check_best
 from ding_lite.worker.learner.comm.intake import (
     Intake,
+    batch_id_of,
     delete_files,
     failure_of,
+    run_rollout_spec,
     take_rollouts,
     task_paths,
 )
@@ -44,6 +46,7 @@ from ding_lite.worker.learner.comm.training_thread import CallbackHook, Training
 from ding_lite.worker.learner.learner_hook import LearnerHook, LoadCkptHook
 
 # Stops the learner asks for that are failures of the run (reported as its stop_reason).
+_ANSWERS_KEPT = 8  # learn answers remembered by batch id
 _FAILURE_STOPS = (DIVERGED, DISK_FULL, LEARNER_FAILED)
 
 
@@ -79,6 +82,11 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._best: BestPolicyWriter | None = None  # ckpt/best.pt, from start_task on
         self._published: Path | None = None  # the policy file send_policy wrote last
         self._learn_lock = threading.Lock()  # learn tasks run one at a time
+        # The answers of the last learn tasks by batch id: a coordinator restarted while
+        # one was on its way asks again, and must get the same answer, not a second update.
+        self._answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._started_with: dict[str, Any] | None = None  # the start task of this run
+        self._resumed_from: int | None = None
         #: Set once the coordinator closed this worker (its process may exit).
         self.closed = threading.Event()
         #: Rank 0's link to the other ranks of a data-parallel learner (None: one rank).
@@ -152,6 +160,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
                 ...", which the coordinator does not retry).
         """
         if self._learner is not None and not self.closed.is_set():
+            if data == self._started_with:  # a restarted coordinator that did not book it
+                self._logger.info("asked to start again, as started: where training stands")
+                return self._start_answer()
             raise DingLiteError("learner already started")
         self._learner, self._thread, self._best = None, None, None  # resident: a new run
         self.closed.clear()
@@ -161,15 +172,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self.cfg = cfg
         probe, self.policy, batch = build_policy(cfg)
         self.device = self.policy.device
-        self.spec = probe_rollout_spec(
-            probe,
-            self.policy.collect_mode,
-            self.device,
-            cfg.policy.learn.bptt_horizon,
-            n_steps=cfg.policy.collect.n_steps,
-            episodes=self.policy.adv_estimator.episodic,
-            next_obs=cfg.policy.learn.recompute_values,
-        )
+        self.spec = run_rollout_spec(cfg, probe, self.policy)
         self.batch_size = batch
         exp_dir = Path(cfg.exp_dir)
         self.path_policy = Path(cfg.system.path_policy or exp_dir / "policy")
@@ -224,13 +227,20 @@ class FlaskFileSystemLearner(BaseCommLearner):
             f"training {cfg.exp_name} on {self.device}, {batch} samples per iteration"
             + (f", resumed from iteration {learner.train_iter}" if resumed else "")
         )
+        self._published, self._started_with = path, data
+        self._resumed_from = learner.train_iter if resumed else None
+        return self._start_answer()
+
+    def _start_answer(self) -> dict[str, Any]:
+        """The answer to a start task: the policy published last and where training is."""
+        learner = self._require_learner()
         return {
-            "policy_path": str(path),
+            "policy_path": str(self._published),
             "policy_version": learner.train_iter,
             "envstep": learner.envstep,
-            "batch_size": batch,
+            "batch_size": self.batch_size,
             "published_at": time.time(),
-            "resumed_from": learner.train_iter if resumed else None,
+            "resumed_from": self._resumed_from,
             "checkpoint": loaded.name if (loaded := learner.loaded_checkpoint) else None,
             "ranks": self.world_size,
         }
@@ -251,7 +261,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
     def learn_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Trains one iteration on the named rollout files and publishes the new policy.
 
-        ``data``: ``{"files": [metadata or path...], "envstep": int}``. Every path must lie
+        ``data``: ``{"files": [metadata or path...], "envstep": int, "batch": id}``; a
+        batch id answered before gets that answer again (nothing is read or trained).
+        Every path must lie
         inside ``path_data``, else the task fails with ``UnsafePathError`` and no file is
         touched. A learner that stopped (``stop_reason`` set) touches no file either; the
         coordinator gets the files back as not consumed.
@@ -262,11 +274,15 @@ class FlaskFileSystemLearner(BaseCommLearner):
         """
         learner = self._require_learner()
         best = check_best(data)
+        batch_id = batch_id_of(data.get("batch"))
         named = task_paths(data.get("files", []), self.path_data)
         envstep = data.get("envstep", learner.envstep)
         if isinstance(envstep, bool) or not isinstance(envstep, int) or envstep < 0:
             raise ValueError(f"field 'envstep' must be a non-negative int, got {envstep!r:.40}")
         with self._learn_lock:
+            if batch_id in self._answers:  # asked again by a restarted coordinator
+                self._logger.info(f"batch {batch_id} was trained on already; answering again")
+                return self._answers[batch_id]
             self._best.take(best, learner.envstep)
             if self._state()[0] is not None:
                 return self._info(Intake())
@@ -289,6 +305,10 @@ class FlaskFileSystemLearner(BaseCommLearner):
                 intake.training_failed()
                 return self._info(intake)
             info = self._info(intake, **published)
+            if batch_id is not None:
+                self._answers[batch_id] = info
+                while len(self._answers) > _ANSWERS_KEPT:
+                    self._answers.popitem(last=False)
         if learner.tb_logger is not None:
             tb, step = learner.tb_logger, learner.envstep
             tb.add_scalar("charts/policy_lag", info["policy_lag"], step)

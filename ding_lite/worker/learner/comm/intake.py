@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ding_lite.data.files import read_rollout, reject_file
-from ding_lite.data.spec import RolloutSpec, validate_rollout
+from ding_lite.data.spec import RolloutSpec, probe_rollout_spec, validate_rollout
 from ding_lite.utils.errors import is_disk_full
 from ding_lite.utils.paths import UnsafePathError, parse_rollout_path, resolve_inside
 from ding_lite.utils.stop import DISK_FULL, LEARNER_FAILED
@@ -101,11 +101,20 @@ def take_rollouts(
             intake.outcome["dropped_invalid"].append(given)
             continue
         _delete(path, logger)
-        lag = version - int(content["policy_version"])
+        collected = int(content["policy_version"])
+        lag = version - collected
         if lag < 0:
             intake.outcome["dropped_rollback"].append(given)
+            logger.warning(
+                f"rollout {given} dropped (rollback): collected by policy v{collected}, newer "
+                f"than the learner's v{version}"
+            )
         elif lag > max_lag:
             intake.outcome["dropped_stale"].append(given)
+            logger.warning(
+                f"rollout {given} dropped (stale): policy lag {lag} > "
+                f"system.max_policy_lag={max_lag}"
+            )
         else:
             intake.outcome["trained"].append(given)
             intake.batches.append(content["data"])
@@ -159,3 +168,25 @@ def one_line(err: BaseException) -> str:
 def failure_of(err: BaseException) -> tuple[str, str]:
     """``(stop_reason, one-line error)`` of the exception that ended a training thread."""
     return (DISK_FULL if is_disk_full(err) else LEARNER_FAILED), one_line(err)
+
+
+def batch_id_of(value: Any) -> str | None:
+    """A learn task's batch id (None: not given)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= 64:
+        raise ValueError(f"field 'batch' must be a string of 1-64 characters, got {value!r:.40}")
+    return value
+
+
+def run_rollout_spec(cfg: Any, probe: Any, policy: Any) -> RolloutSpec:
+    """What every rollout file of the run must hold (``probe``: an env built to look at)."""
+    return probe_rollout_spec(
+        probe,
+        policy.collect_mode,
+        policy.device,
+        cfg.policy.learn.bptt_horizon,
+        n_steps=cfg.policy.collect.n_steps,
+        episodes=policy.adv_estimator.episodic,
+        next_obs=cfg.policy.learn.recompute_values,
+    )

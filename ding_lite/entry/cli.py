@@ -126,9 +126,7 @@ def _quiet_summary(args: argparse.Namespace, result: dict) -> None:
 
 
 def _coordinator(args: argparse.Namespace) -> int:
-    from ding_lite.entry.parallel import compile_parallel_config, run_coordinator
-
-    if args.supervised is not None:
+    if args.supervised is not None:  # imports no torch: the process starts in a second
         from ding_lite.entry.coordinating import run_supervised_coordinator
 
         if not args.resume or args.port is None:
@@ -136,6 +134,9 @@ def _coordinator(args: argparse.Namespace) -> int:
         return run_supervised_coordinator(
             args.resume, args.supervised, args.port, args.config, args.quiet
         )
+    import_for("parallel")  # per role, the config is compiled as a parallel run's
+    from ding_lite.entry.parallel import compile_parallel_config, run_coordinator
+
     if not args.config and not args.resume:
         raise DingLiteError("coordinator needs -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
     extra = _overrides(args)

@@ -11,7 +11,6 @@ from typing import Any
 from ding_lite.config.config import compile_config, load_experiment
 from ding_lite.coordinator import Coordinator
 from ding_lite.coordinator.recovery import RecoveryError, RecoveryFile, address_of
-from ding_lite.data.files import remove_temp_files
 from ding_lite.entry.launch.link import SupervisorLink
 from ding_lite.entry.launch.local import LauncherTransport
 from ding_lite.entry.lifecycle import RunDir, prepare_run_dir, summary, tidy_data
@@ -26,6 +25,7 @@ from ding_lite.entry.run_report import (
 )
 from ding_lite.interaction import Master, resolve_token
 from ding_lite.utils import stop
+from ding_lite.utils.file_io import remove_stale_tmp
 from ding_lite.utils.log import get_logger, setup_file_logging
 from ding_lite.utils.stop import (
     EXIT_SIGINT,
@@ -154,7 +154,7 @@ def _coordinate_or_interrupted(*args: Any, **kwargs: Any) -> tuple[dict[str, Any
 
 def saved_state(run_path: Path) -> dict[str, Any] | None:
     """The state a previous coordinator of the run saved (None: none, or damaged)."""
-    remove_temp_files(run_path)  # a write it was killed in the middle of
+    remove_stale_tmp(run_path)  # a write it was killed in the middle of
     try:
         return RecoveryFile(run_path).load()
     except RecoveryError as err:

@@ -16,7 +16,7 @@ from ding_lite.utils.stop import RunInterrupted, signals_held
 _COMMAND_MODULES = {
     "serial": "ding_lite.entry.serial",
     "parallel": "ding_lite.entry.parallel",
-    "coordinator": "ding_lite.entry.parallel",
+    "coordinator": "ding_lite.entry.coordinating",  # torch-free (per role: see cli)
     "learner": "ding_lite.entry.parallel",
     "collector": "ding_lite.entry.parallel",
     "eval": "ding_lite.entry.trained.evaluate",

@@ -22,15 +22,13 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_lite.config.config import deep_merge_dicts
-from ding_lite.data.files import remove_temp_files
 from ding_lite.entry.run_dir import ExpDirLock, claim_exp_dir, lock_exp_dir, save_config
 from ding_lite.utils.errors import CheckpointError, ConfigError
-from ding_lite.utils.file_io import atomic_write_json
+from ding_lite.utils.file_io import atomic_write_json, remove_stale_tmp
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.paths import BEST_CKPT
 from ding_lite.utils.stop import STOP_REASONS, exit_code
 from ding_lite.utils.wandb_mirror import WandbMirror, check_wandb
-from ding_lite.worker.learner.checkpoint import latest_checkpoint
 
 RESULT_FILE = "result.json"
 
@@ -44,6 +42,8 @@ def resume_from_checkpoint(cfg: EasyDict, exp_dir: str | Path) -> None:
     Raises:
         CheckpointError: the run finished without leaving a checkpoint.
     """
+    from ding_lite.worker.learner.checkpoint import latest_checkpoint  # torch: not at import
+
     ckpt = (Path(exp_dir) / "ckpt").resolve()
     if latest_checkpoint(ckpt) is not None:
         cfg.learner.hook = deep_merge_dicts(cfg.learner.hook, {"load_ckpt_before_run": str(ckpt)})
@@ -55,6 +55,8 @@ def resume_from_checkpoint(cfg: EasyDict, exp_dir: str | Path) -> None:
 
 def resumable(run_dir: Path) -> Path | None:
     """The run dir when it holds a checkpoint to resume from (else None)."""
+    from ding_lite.worker.learner.checkpoint import latest_checkpoint  # torch: not at import
+
     ckpt = run_dir / "ckpt"
     return run_dir if ckpt.is_dir() and latest_checkpoint(ckpt) else None
 
@@ -67,7 +69,7 @@ def tidy_data(path_data: Path) -> None:
     if not path_data.is_dir():
         return
     for folder in [path_data, *(p for p in path_data.iterdir() if p.is_dir())]:
-        remove_temp_files(folder)
+        remove_stale_tmp(folder)
         if folder != path_data and not any(folder.iterdir()):
             folder.rmdir()
 
@@ -164,7 +166,7 @@ class RunDir:
         input is accepted. With ``logger.wandb`` it starts the run's W&B mirror."""
         # The dir itself (status.json's temp file), ckpt/, videos/ and the shared folders.
         for folder in (self.path, self.path / "ckpt", self.path / "videos", *map(Path, folders)):
-            remove_temp_files(folder)
+            remove_stale_tmp(folder)
         save_config(cfg, self.path)
         self.wandb = WandbMirror.start(cfg, self.path)
 

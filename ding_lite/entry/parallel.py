@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ding_lite.coordinator.ledger import LEDGER_KEYS
 from ding_lite.entry.coordinating import run_coordinator
 from ding_lite.entry.launch.local import Launcher
 from ding_lite.entry.launch.supervisor import CoordinatorFailed, RunSupervisor
@@ -160,8 +161,15 @@ def _run(
             raise KeyboardInterrupt  # interrupted while the coordinator was starting
         raise CoordinatorFailed("the coordinator ended without a result; see its log")
     result = json.loads((run_dir.path / RESULT_FILE).read_text())
+    # The ledger in its own order (the file's keys are sorted), as the summary shows it.
+    ledger, order = result.get("ledger") or {}, [*LEDGER_KEYS, "left_in_path_data"]
+    result["ledger"] = {k: ledger[k] for k in sorted(ledger, key=lambda k: _rank(k, order))}
     run_dir.result_written(result)
     return result, interrupted
+
+
+def _rank(key: str, order: list[str]) -> tuple[int, str]:
+    return (order.index(key) if key in order else len(order), key)
 
 
 __all__ = [

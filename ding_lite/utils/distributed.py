@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from ding_lite.utils.errors import ConfigError, DingLiteError
+from ding_lite.utils.ports import free_port  # noqa: F401  (where it was found before)
 
 #: Environment variables that make a process one rank of a group (torchrun sets them all).
 RANK_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -224,11 +225,3 @@ def _local(device_type: str) -> torch.device:
     if device_type == "cuda":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device(device_type)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nothing listens on at ``host`` (bound and released at once), for a
-    group's ``MASTER_PORT``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]

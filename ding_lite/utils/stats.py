@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,11 @@ def count_outcomes(outcomes: Tensor | Sequence[float]) -> OutcomeCounts:
     Args:
         outcomes: ``[E]`` outcomes of finished episodes, a tensor or a list of floats.
     """
-    values = torch.as_tensor(outcomes, dtype=torch.float32).reshape(-1)
-    wins = int((values > 0).sum())
-    losses = int((values < 0).sum())
-    return OutcomeCounts(wins=wins, losses=losses, draws=values.numel() - wins - losses)
+    # Plain Python, so the coordinator's process (lists only) never imports torch.
+    values = outcomes.reshape(-1).tolist() if hasattr(outcomes, "tolist") else list(outcomes)
+    wins = sum(1 for v in values if v > 0)
+    losses = sum(1 for v in values if v < 0)
+    return OutcomeCounts(wins=wins, losses=losses, draws=len(values) - wins - losses)
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:

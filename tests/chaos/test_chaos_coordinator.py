@@ -237,3 +237,31 @@ def test_per_role_workers_exit_after_their_timeout_and_a_late_resume_finishes(ch
     result = chaos.result()
     assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 12, result
     assert_ledger_balanced(result)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_killing_ding_lite_parallel_ends_the_run_and_resume_completes_it(chaos):
+    """The supervisor itself SIGKILLed: its coordinator sees the link close and ends the run
+    as interrupted (result.json, a checkpoint); every worker exits well within
+    master_timeout, nothing is left; ``parallel --resume`` then finishes the run."""
+    proc = chaos.launch(*EXP, "--max-train-iter", "40", *NEVER_SOLVED, *FAST)
+    address = chaos.address()
+    assert wait_for(lambda: chaos.newest_policy() >= 3, 60, 0.02), chaos.report()
+    assert send(proc.pid, signal.SIGKILL) and proc.wait(10) == -signal.SIGKILL
+    gone = wait_for(
+        lambda: not processes_with(f"--coordinator {address} ") and not chaos.coordinator_pids(),
+        20.0,
+        0.1,
+    )
+    assert gone, chaos.report()
+    result = chaos.result()
+    assert result["stop_reason"] == "interrupted", result
+    assert "the supervisor (ding-lite parallel) is gone" in chaos.log("coordinator")
+    assert_ledger_balanced(result)
+    again = chaos.launch("--resume", str(chaos.dir), *FAST, name="resume")
+    chaos.address("resume")
+    assert chaos.finish(again, 120, "resume") == 0, chaos.report("resume")
+    result = chaos.result()
+    assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == 40, result
+    assert_ledger_balanced(result)

@@ -174,7 +174,7 @@ def test_ledger_keys_and_outcomes_the_page_lists(tmp_path):
 
 def test_fault_table_answers_every_row_of_the_issue():
     rows = list_table_rows("faults")
-    assert len(rows) == 15  # the fault matrix of issue 12, one row per fault
+    assert len(rows) == 15 + 5  # the fault matrices of issues 12 and 25, one row per fault
     for cells in rows:
         assert len(cells) == 2 and cells[1].strip(), cells
     for reason in re.findall(r'``"([a-z_]+)"``', region("faults")):

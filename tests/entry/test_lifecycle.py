@@ -9,7 +9,7 @@ import pytest
 
 from ding_lite import parallel_pipeline, serial_pipeline
 from ding_lite.coordinator import RunStatus
-from ding_lite.entry import lifecycle, parallel, roles, run_report, serial
+from ding_lite.entry import coordinating, lifecycle, parallel, run_report, serial
 from ding_lite.entry.lifecycle import round_figure
 
 SMALL = ["env.num_envs=4", "policy.collect.n_steps=16", "evaluator.n_episodes=2"]
@@ -22,7 +22,7 @@ FIRST_LINE = re.compile(
 
 
 def test_one_summary_function_serves_both_pipelines():
-    assert serial.summary is parallel.summary is roles.summary is lifecycle.summary
+    assert serial.summary is parallel.summary is coordinating.summary is lifecycle.summary
     assert run_report.summary is lifecycle.summary
 
 

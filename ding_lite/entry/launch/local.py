@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ding_lite.utils.distributed import free_port
 from ding_lite.utils.log import get_logger
+from ding_lite.utils.ports import free_port
 from ding_lite.utils.stop import signals_held
 
 CHILD_STOP_S = 8.0  # children get this long to exit before they are killed
@@ -143,7 +143,7 @@ class Launcher:
 
     def restart_coordinator(self, reason: str, attempt: int = 1) -> float | None:
         """Books a coordinator restart; returns the backoff before it (by ``attempt``: the
-        restarts in a row that did not last), or None when no restart is left."""
+        restarts in a row that did not move the run on), or None when no restart is left."""
         if not self._restart_left():
             self._logger.error(
                 f"the coordinator {reason}; no restart left "

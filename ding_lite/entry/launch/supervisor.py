@@ -28,12 +28,11 @@ from typing import Any
 from ding_lite.coordinator.recovery import RecoveryError, RecoveryFile
 from ding_lite.entry.launch.link import LinkServer
 from ding_lite.entry.launch.local import Launcher
-from ding_lite.utils.distributed import free_port
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import get_logger
+from ding_lite.utils.ports import free_port
 
 READY_TIMEOUT_S = 120.0  # a coordinator process must serve within this (imports included)
-LASTED_S = 30.0  # a coordinator that ran this long died afresh: its backoff starts over
 SERVE_SLICE_S = 0.05  # the supervisor's loop: link requests, then children, this often
 
 
@@ -114,8 +113,8 @@ class RunSupervisor:
         self.recovery = RecoveryFile(self.run_dir)
         self.child: CoordinatorChild | None = None
         self._ready = False
-        self._started = 0.0  # when the current coordinator process started
-        self._quick_deaths = 0  # coordinators in a row that died within LASTED_S
+        self._iteration_at_start = -1  # the run's iteration when the coordinator started
+        self._idle_deaths = 0  # coordinators in a row that died without moving the run on
         self._logger = get_logger("launcher")
 
     # --- the coordinator process ---------------------------------------------------------
@@ -134,7 +133,7 @@ class RunSupervisor:
         ]
         env = dict(os.environ, DING_LITE_TOKEN=self.token)
         self._ready = False
-        self._started = time.monotonic()
+        self._iteration_at_start = self._saved_iteration()
         self.child = CoordinatorChild(command, env, self.log_dir / "coordinator.log", self.keep_fds)
         self.child.link = LinkServer(self.child.sock, self.launcher, self._on_ready)
 
@@ -146,6 +145,15 @@ class RunSupervisor:
         assert self.child is not None and self.child.link is not None
         self.child.link.serve(SERVE_SLICE_S)
         self.launcher.poll()
+
+    def _saved_iteration(self) -> int:
+        """The run's iteration in the coordinator's saved state (-1: none)."""
+        try:
+            state = self.recovery.load() or {}
+        except RecoveryError:
+            return -1
+        iteration = (state.get("status") or {}).get("train_iter", -1)
+        return iteration if isinstance(iteration, int) else -1
 
     def finished(self) -> bool:
         """Whether a coordinator ended the run (its state says so; result.json is written)."""
@@ -208,9 +216,11 @@ class RunSupervisor:
         if interrupted is not None or self.finished():
             return True
         reason = f"exited with code {code}" if code >= 0 else f"was killed ({-code})"
-        lasted = time.monotonic() - self._started >= LASTED_S
-        self._quick_deaths = 1 if lasted else self._quick_deaths + 1
-        delay = self.launcher.restart_coordinator(reason, self._quick_deaths)
+        # The backoff is for a coordinator that keeps dying without moving the run on (a
+        # crash loop); one that trained iterations died afresh, and starts over at 0.5 s.
+        moved_on = self._saved_iteration() > self._iteration_at_start
+        self._idle_deaths = 1 if moved_on else self._idle_deaths + 1
+        delay = self.launcher.restart_coordinator(reason, self._idle_deaths)
         if delay is None:
             raise CoordinatorFailed(f"the coordinator {reason} and no restart is left")
         self.child.kill()

@@ -1,8 +1,8 @@
 """The Ray launcher (``--launcher ray``) with a local Ray instance, as CI runs it.
 
 A run solves CartPole with its workers as Ray actors; a collector actor killed mid-run is
-replaced through the launcher's restart policy; Ctrl-C stops every actor and the Ray
-instance: no Ray process (so no Ray port) is left, and the chaos teardown checks the rest.
+replaced through the launcher's restart policy. Ctrl-C stopping every actor and the Ray
+instance is checked at the end of test_chaos_ray_auth.py's run (one run less in CI).
 """
 
 from __future__ import annotations
@@ -112,20 +112,3 @@ def test_a_dead_collector_actor_is_replaced_and_the_run_solves(chaos, ray_baseli
     assert result["solved"] and result["restarts"] == 1, result
     assert "collector1.r1" in chaos.log("coordinator"), chaos.report()
     assert_ledger_balanced(result)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(120)
-def test_ctrl_c_stops_every_actor_and_the_ray_instance(chaos, ray_baseline):
-    """Acceptance line 4: SIGINT to ``ding-lite parallel --launcher ray`` mid-run: exit
-    130, one line naming the signal, and no Ray process or port of the run left."""
-    proc = chaos.launch(
-        *EXP, "--seed", "0", "--max-train-iter", "100000", "evaluator.stop_value=none"
-    )
-    chaos.address()
-    assert wait_for(lambda: chaos.newest_policy() >= 2, 60), chaos.report()
-    assert len(set(ray_processes()) - ray_baseline) >= 4  # the instance and 3 actors
-    assert send(proc.pid, signal.SIGINT)
-    assert chaos.finish(proc, 60) == 130, chaos.report()
-    assert "SIGINT" in chaos.output(), chaos.output()
-    assert chaos.result()["stop_reason"] is not None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from chaos_harness import FAST, NEVER_SOLVED, send, wait_for
-from test_chaos_ray import EXP, ray_baseline  # noqa: F401 (the fixture, by name)
+from test_chaos_ray import EXP, ray_baseline, ray_processes  # noqa: F401 (fixture by name)
 
 pytest.importorskip("ray")
 
@@ -102,8 +102,7 @@ def ray_client(gcs: str, home: Path, token: str | None) -> subprocess.CompletedP
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-@pytest.mark.usefixtures("ray_baseline")
-def test_local_ray_is_on_loopback_and_serves_only_the_runs_token(chaos):
+def test_local_ray_is_on_loopback_and_serves_only_the_runs_token(chaos, ray_baseline):  # noqa: F811
     ray_tmp = os.environ["RAY_TMPDIR"]
     home = chaos.base / "home"  # the run's home: Ray must not put a token file there
     home.mkdir()
@@ -145,8 +144,13 @@ def test_local_ray_is_on_loopback_and_serves_only_the_runs_token(chaos):
     served = ray_client(gcs, home, token=token)
     assert served.returncode == 0 and "CPU" in served.stdout, served.stderr[-2000:]
 
+    # Ctrl-C (acceptance 4 of the Ray issue): exit 130, one line naming the signal; the
+    # teardown's ray_baseline checks that no Ray process or port of the run is left.
+    assert len(set(ray_processes()) - ray_baseline) >= 4  # the instance and 3 actors
     assert send(proc.pid, signal.SIGINT)
     assert chaos.finish(proc, 60) == 130, chaos.report()
+    assert "SIGINT" in chaos.output(), chaos.output()
+    assert chaos.result()["stop_reason"] is not None
     assert not (home / ".ray").exists(), list(home.rglob("*"))
     written = [p for p in chaos.base.rglob("*") if p.is_file()]
     assert not [p for p in written if token.encode() in p.read_bytes()]

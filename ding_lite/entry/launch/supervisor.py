@@ -175,9 +175,11 @@ class RunSupervisor:
         interrupted: int | None = None
         try:
             self._start_coordinator()
+            # The workers start beside it: their registration waits for it (up to their
+            # master timeout), so both start-ups overlap.
+            self.launcher.start_all()
             self._wait_ready()
             say(f"coordinator at {self.address}; logs in {self.log_dir}", flush=True)
-            self.launcher.start_all()
             while True:
                 try:
                     if self._supervise_once(interrupted):

@@ -35,6 +35,10 @@ setup(
         # gymnasium's MuJoCo envs (HalfCheetah-v5, Hopper-v5, ...): the mujoco wheel and
         # what those envs import.
         "mujoco": ["gymnasium[mujoco]>=1.0"],
+        # LunarLander-v3 and LunarLanderContinuous-v3 (zoo_lunarlander*): gymnasium's Box2D
+        # envs import Box2D, whose PyPI wheels need no compiler (gymnasium's own box2d extra
+        # builds box2d-py from source with swig).
+        "box2d": ["gymnasium>=1.0", "Box2D>=2.3.10"],
         "render": ["matplotlib"],
         # ding-lite render --out FILE.mp4|.gif and evaluator.video_freq: imageio's ffmpeg
         # plugin (ships an ffmpeg binary) writes .mp4, Pillow (an imageio dependency) .gif.
@@ -56,6 +60,7 @@ setup(
             "wandb",
             "imageio[ffmpeg]",
             "gymnasium[classic-control]>=1.0",  # pygame: gym:CartPole-v1 draws frames
+            "Box2D>=2.3.10",  # the zoo's LunarLander smoke tests
             "ray>=2.9",
             "sphinx>=7",
             "furo",
@@ -63,7 +68,7 @@ setup(
             # Drives Debian's chromium (installed by .ci/run) to check the dashboard page.
             "selenium>=4.10",
         ],
-        "bench": ["gymnasium[mujoco]>=1.0", "stable-baselines3"],
+        "bench": ["gymnasium[mujoco]>=1.0", "Box2D>=2.3.10", "stable-baselines3"],
     },
     entry_points={"console_scripts": ["ding-lite=ding_lite.entry.cli:main"]},
 )

@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-# bench/mujoco.py would shadow the mujoco package (the script's folder leads sys.path); this
-# script needs nothing beside it.
+# A script beside this one named like a package (once bench/mujoco.py) would shadow it (the
+# script's folder leads sys.path); this script needs nothing beside it.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import gymnasium  # noqa: E402

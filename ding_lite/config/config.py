@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from easydict import EasyDict
 
-from ding_lite.config.constraints import CONSTRAINTS, check_batch_arithmetic
+from ding_lite.config.constraints import CONSTRAINTS, check_batch_arithmetic, check_exploration
 from ding_lite.config.defaults import (
     DEFAULT_CONFIG,
     FREE_FORM_KEYS,
@@ -45,6 +45,18 @@ EXPERIMENTS = (
     "aircombat_selfplay_ppo",
     "cartpole_reinforce_pp",
     "cartpole_grpo",
+    # The zoo (ding_lite.config.zoo): one tuned experiment per task of rl-zoo's PPO table.
+    "zoo_acrobot",
+    "zoo_mountaincar",
+    "zoo_mountaincar_continuous",
+    "zoo_lunarlander",
+    "zoo_lunarlander_continuous",
+    "zoo_pendulum",
+    "zoo_halfcheetah",
+    "zoo_hopper",
+    "zoo_walker2d",
+    "zoo_ant",
+    "zoo_swimmer",
 )
 
 FLOAT32_MAX = 3.4028234663852886e38
@@ -300,9 +312,12 @@ def load_experiment(name_or_file: str | Mapping) -> dict:
             raise ConfigError(f"config file {path} must hold a mapping at the top")
         return to_plain(data)
     if text not in EXPERIMENTS:
+        zoo = [name for name in EXPERIMENTS if name.startswith("zoo_")]
+        rest = [name for name in EXPERIMENTS if name not in zoo]
         raise ConfigError(
             f"unknown experiment '{text}'{suggest(text, list(EXPERIMENTS))}; bundled: "
-            f"{', '.join(EXPERIMENTS)}; or pass a .py/.yaml config file"
+            f"{', '.join(rest)}, and {len(zoo)} zoo_<task> experiments (ding-lite list); "
+            "or pass a .py/.yaml config file"
         )
     module = importlib.import_module(f"ding_lite.config.experiments.{text}")
     return copy.deepcopy(module.config)
@@ -341,4 +356,5 @@ def compile_config(
         overrides = parse_overrides(overrides)
     merged = deep_merge_dicts(merged, _validate(overrides, DEFAULT_CONFIG))
     check_batch_arithmetic(merged)
+    check_exploration(merged)
     return EasyDict(merged)

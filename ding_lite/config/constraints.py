@@ -72,6 +72,7 @@ CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "policy.model.obs_clip": (lambda v: v > 0, "positive"),
     "policy.model.core": (lambda v: v in ("none", "lstm", "gru"), "'none', 'lstm' or 'gru'"),
     "policy.model.core_size": (lambda v: v >= 1, "at least 1"),
+    "policy.model.sde_sample_freq": (lambda v: v >= 1, "at least 1"),
     "policy.learn.bptt_horizon": (lambda v: v >= 1, "at least 1"),
     "policy.learn.prio_alpha": (lambda v: v >= 0, "0 or more"),
     "policy.learn.prio_beta0": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
@@ -118,4 +119,27 @@ def check_batch_arithmetic(cfg: Mapping) -> None:
         raise ConfigError(
             f"policy.learn.batch_size={batch_size} is not a multiple of "
             f"policy.learn.bptt_horizon={horizon}: a minibatch is a set of whole segments"
+        )
+
+
+def check_exploration(cfg: Mapping) -> None:
+    """Options of the exploration noise that exclude each other.
+
+    Raises:
+        ConfigError: ``policy.model.sde`` with a state-dependent std head, or with a
+            collector that steps its copies in groups (``collector.async_factor`` > 1: the
+            groups' calls would share, and redraw, one set of exploration matrices).
+    """
+    model = cfg["policy"]["model"]
+    if not model["sde"]:
+        return
+    if model["state_dependent_std"]:
+        raise ConfigError(
+            "policy.model.sde and policy.model.state_dependent_std exclude each other: gSDE "
+            "has its own state-dependent std"
+        )
+    if cfg["collector"]["async_factor"] > 1:
+        raise ConfigError(
+            "policy.model.sde needs collector.async_factor=1: each env copy keeps its own "
+            "exploration matrix between draws"
         )

@@ -69,6 +69,12 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             # Build a value head (false: none is built, trained or saved; only with a
             # critic-free estimator: reinforce_pp, grpo or rloo).
             critic=True,
+            # State-dependent exploration (gSDE; Box actions): an action's exploration is a
+            # function of the actor's features, redrawn every sde_sample_freq env steps, so
+            # it is smooth in time; the log-std is a [features, actions] matrix.
+            sde=False,
+            # Env steps between new exploration matrices (with sde).
+            sde_sample_freq=4,
         ),
         learn=dict(
             # Passes over each batch per iteration.

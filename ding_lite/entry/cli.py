@@ -31,6 +31,7 @@ def _trained_paths(args: argparse.Namespace) -> Any:
 def _list(args: argparse.Namespace) -> int:
     """One line per bundled experiment: name, env, algorithm, what "solved" means."""
     from ding_lite.config.config import EXPERIMENTS, get_config
+    from ding_lite.config.zoo import zoo_row
 
     for name in EXPERIMENTS:
         cfg = get_config(name)
@@ -41,20 +42,29 @@ def _list(args: argparse.Namespace) -> int:
         shown = {k: v for k, v in cfg.env.kwargs.items() if k in ("observe", "opponent")}
         if shown:  # what changes the task: hidden velocities, self-play
             where += " (" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
-        if ev.stop_value is None:
+        row = zoo_row(name)
+        if row is not None:  # a zoo run trains its whole budget; its yardstick is rl-zoo's
+            target = f"rl-zoo PPO {row.rl_zoo:g} on {row.rl_zoo_task}"
+            limit = f"trains {row.budget:,} env steps, then {ev.n_episodes} eval episodes"
+        elif ev.stop_value is None:
             target = "no target"
         else:
             target = f"solved at eval mean >= {ev.stop_value:g} over {ev.n_episodes} episodes"
-        limit = f"at most {cfg.max_env_step:,} env steps" if cfg.max_env_step else "no step limit"
+        if row is None:
+            limit = (
+                f"at most {cfg.max_env_step:,} env steps" if cfg.max_env_step else "no step limit"
+            )
         algo = cfg.policy.type
         if cfg.policy.model.core != "none":
             algo += f"+{cfg.policy.model.core.upper()}"
+        if cfg.policy.model.sde:
+            algo += "+gSDE"
         if cfg.policy.learn.adv_estimator not in ("gae", "gae_no_norm"):
             algo += f" ({cfg.policy.learn.adv_estimator}"
             algo += ", no critic)" if not cfg.policy.model.critic else ")"
         if cfg.env.get("reset_group_size", 1) > 1:
             where += f", groups of {cfg.env.reset_group_size}"
-        print(f"{name:<24} {where}; {algo}; {target}; {limit}")
+        print(f"{name:<26} {where}; {algo}; {target}; {limit}")
     return 0
 
 

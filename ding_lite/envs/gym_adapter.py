@@ -389,4 +389,6 @@ def _missing_dependency_message(env_id: str, err: Exception) -> str:
     if not commands:
         commands = re.findall(r"pip install \S+", text)
     hint = ", then ".join(commands) if commands else text
+    if what == "Box2D":  # its PyPI wheel needs no swig, unlike gymnasium[box2d]'s box2d-py
+        hint = "pip install Box2D (in a ding_lite checkout: pip install -e '.[box2d]')"
     return f"gym:{env_id} needs {what}: {hint}"

@@ -66,6 +66,9 @@ class ActorCritic(PolicyHead):
         critic: Build a critic (value head, and its own trunk unless shared). Without one,
             for critic-free estimators, every value is 0 and the model holds no critic
             parameter at all.
+        sde: For ``Box``, state-dependent exploration (:mod:`~ding_lite.model.sde`): a
+            ``[features, d]`` log-std matrix ``sde_log_std`` instead of ``log_std``.
+        sde_sample_freq: With ``sde``, samples between new exploration matrices.
 
     Raises:
         ValueError: For an unknown activation or core, an unsupported or empty action space,
@@ -90,6 +93,8 @@ class ActorCritic(PolicyHead):
         core: str = "none",
         core_size: int = 128,
         critic: bool = True,
+        sde: bool = False,
+        sde_sample_freq: int = 4,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
@@ -133,9 +138,10 @@ class ActorCritic(PolicyHead):
         if log_std_cols is not None:
             with torch.no_grad():
                 self.policy_head.bias[log_std_cols].fill_(log_std_init)
+        self._plan_sde(sde, sde_sample_freq, feat_dim, log_std_init, state_dependent_std)
         # A state-independent log-std, one per action dimension (Box only).
         self.log_std: nn.Parameter | None = None
-        if self._kind == "box" and not state_dependent_std:
+        if self._kind == "box" and not state_dependent_std and not sde:
             self.log_std = nn.Parameter(torch.full((self._act_dim,), float(log_std_init)))
         # Statistics are buffers: they go out with every policy file and checkpoint.
         self.obs_rms = RunningNorm(shape, clip=obs_clip) if obs_norm else None

@@ -19,7 +19,7 @@ def build_model(
         **model_cfg: Keyword options of :class:`ActorCritic` (``hidden_sizes``,
             ``activation``, ``share_encoder``, ``log_std_init``, ``state_dependent_std``,
             ``zero_init_value``, ``ortho_init``, ``obs_norm``, ``obs_clip``, ``core``,
-            ``core_size``, ``critic``) and
+            ``core_size``, ``critic``, ``sde``, ``sde_sample_freq``) and
             ``return_norm`` (set by the policy from ``policy.learn.reward_scale``).
 
     Returns:
@@ -47,5 +47,7 @@ MODEL_OPTIONS = (
     "core",
     "core_size",
     "critic",
+    "sde",
+    "sde_sample_freq",
 )
 """Keyword options :func:`build_model` accepts."""

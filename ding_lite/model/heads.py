@@ -18,6 +18,7 @@ from .dists import (
     HybridDist,
     MultiCategoricalDist,
 )
+from .sde import SdeGaussianDist, SdeNoise
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 """Range that state-dependent log-std heads are clamped to."""
@@ -35,11 +36,29 @@ class PolicyHead(nn.Module):
 
     Subclasses set ``policy_head`` (an ``nn.Linear`` as wide as :meth:`_plan_heads` says)
     and ``log_std`` (a parameter for a ``Box`` space with a state-independent log-std, else
-    None).
+    None), and call :meth:`_plan_sde`.
     """
 
     policy_head: nn.Linear
     log_std: nn.Parameter | None
+    sde_log_std: nn.Parameter | None
+
+    def _plan_sde(
+        self, sde: bool, sample_freq: int, features: int, log_std_init: float, dependent: bool
+    ) -> None:
+        """Sets ``sde_log_std`` (``[features, d]``) and the noise for state-dependent
+        exploration, or None without ``sde``."""
+        self.sde_log_std = None
+        self.sde_noise = None
+        if not sde:
+            return
+        if self._kind != "box":
+            raise ValueError("sde (state-dependent exploration) needs a Box action space")
+        if dependent:
+            raise ValueError("sde and state_dependent_std exclude each other")
+        shape = (features, self._act_dim)
+        self.sde_log_std = nn.Parameter(torch.full(shape, float(log_std_init)))
+        self.sde_noise = SdeNoise(sample_freq)
 
     def _plan_heads(
         self, space: ActionSpace, state_dependent_std: bool
@@ -116,6 +135,9 @@ class PolicyHead(nn.Module):
             return MultiCategoricalDist(self._part_logits(out))
         d = self._act_dim
         if self._kind == "box":
+            if self.sde_log_std is not None:
+                sigma = self.sde_log_std.exp()
+                return SdeGaussianDist(out, h_pi.detach(), sigma, self.sde_noise)
             if self.log_std is not None:
                 return GaussianDist(out, self.log_std)
             log_std = out[:, d:].clamp(LOG_STD_MIN, LOG_STD_MAX)

@@ -38,6 +38,7 @@ EXPERIMENTS = (
     "pendulum_ppo_parallel",
     "aircombat_ppo",
     "aircombat_ppo_parallel",
+    "aircombat_ppo_long",
     "mujoco_ppo",
     "mujoco_ppo_parallel",
     "cartpole_lstm_ppo",

@@ -127,6 +127,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             value_weight=0.5,
             # Weight of the entropy bonus.
             entropy_weight=0.0,
+            # Anneal the entropy weight linearly to 0 over max_env_step (or max_train_iter),
+            # as lr_anneal does the learning rate: a policy that explored early acts
+            # almost deterministically by the end, also when its actions are sampled.
+            entropy_anneal=False,
             # Advantage estimator from the registry: "gae" (normalized per minibatch),
             # "gae_no_norm", or a critic-free one over whole episodes: "reinforce_pp"
             # (returns-to-go standardized over the batch), "grpo" or "rloo" (an episode's

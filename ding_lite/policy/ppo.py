@@ -40,7 +40,7 @@ class PPOPolicy(Policy):
         obs_shape: shape of one observation.
         action_space: the env's action space; picks the model's head.
         device: where the model lives.
-        total_iters: iterations the run is planned for; needed only by ``lr_anneal``.
+        total_iters: iterations the run is planned for (``lr_anneal``, ``entropy_anneal``).
         model: an already built model to use instead of building one from ``cfg.model``.
     """
 
@@ -136,11 +136,11 @@ class PPOPolicy(Policy):
         ``.normalize``, ``.episodic``); a collector ships episode numbers when episodic."""
         return self._adv_estimator
 
-    def _learning_rate(self) -> float:
-        learn = self.cfg.learn
-        if not learn.lr_anneal or not self._total_iters:
-            return learn.learning_rate
-        return learn.learning_rate * max(0.0, 1.0 - self._iter / self._total_iters)
+    def _annealed(self, value: float, anneal: bool) -> float:
+        """``value``, or with ``anneal`` its linear decay to 0 over the planned iterations."""
+        if not anneal or not self._total_iters:
+            return value
+        return value * max(0.0, 1.0 - self._iter / self._total_iters)
 
     def _value_clip_range(self) -> float | None:
         """The value loss's clip range: None without ``value_clip``, else
@@ -199,9 +199,10 @@ class PPOPolicy(Policy):
         joins the returned means.
         """
         learn = self.cfg.learn
-        lr = self._learning_rate()
+        lr = self._annealed(learn.learning_rate, learn.lr_anneal)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
+        entropy_weight = self._annealed(learn.entropy_weight, learn.get("entropy_anneal", False))
         mb_size = min(learn.batch_size, data["obs"].shape[0])
         horizon = learn.bptt_horizon
         rank, ranks = world()
@@ -248,7 +249,7 @@ class PPOPolicy(Policy):
                 else:
                     loss = (
                         terms.pg_loss
-                        - learn.entropy_weight * terms.entropy
+                        - entropy_weight * terms.entropy
                         + learn.value_weight * terms.v_loss
                     )
                 if ref_model is not None:

@@ -61,6 +61,29 @@ def test_lr_anneals_linearly():
     assert lrs == pytest.approx([0.01, 0.0075, 0.005, 0.0025])
 
 
+def test_entropy_weight_anneals_linearly_with_entropy_anneal():
+    """A run planned for 2 iterations: the first update has the full entropy weight, the
+    second half of it; the same updates with the weight set by hand give the same model."""
+
+    def update(policy, data, seed):
+        torch.manual_seed(seed)  # the same minibatch order for every policy
+        policy.learn_mode.forward(data)
+
+    on = ["policy.learn.entropy_weight=0.5", "policy.learn.entropy_anneal=true"]
+    annealed = make_policy(on, total_iters=2)
+    by_hand = make_policy(["policy.learn.entropy_weight=0.5"], total_iters=2)
+    constant = make_policy(["policy.learn.entropy_weight=0.5"], total_iters=2)
+    data = batch(annealed)
+    for policy in (annealed, by_hand, constant):
+        update(policy, data, 1)
+    assert torch.equal(params(annealed), params(by_hand))  # progress 0: the full weight
+    by_hand.cfg.learn.entropy_weight = 0.25
+    for policy in (annealed, by_hand, constant):
+        update(policy, data, 2)
+    assert torch.equal(params(annealed), params(by_hand))
+    assert not torch.equal(params(annealed), params(constant))
+
+
 def test_value_warmup_leaves_actor_untouched():
     policy = make_policy(["policy.learn.value_warmup_iters=1"])
     actor = [

@@ -15,6 +15,7 @@ bonus with a learning-rate schedule and unnormalized advantages.
 
 from __future__ import annotations
 
+import platform
 import sys
 from pathlib import Path
 from typing import Any
@@ -137,14 +138,31 @@ def run_case(name: str) -> dict[str, Any]:
     return {"states": states, "infos": infos}
 
 
+def machine() -> str:
+    """The CPU the reference was computed on: its model and the kernels torch picks for it.
+
+    The same torch build rounds differently on another CPU (MKL and oneDNN choose their
+    kernels by processor), so the numbers are exact only on the same kind of machine.
+    """
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return f"{model} ({torch.backends.cpu.get_cpu_capability()})"
+
+
 def main() -> None:
     reference = {
         "torch": str(torch.__version__),
+        "machine": machine(),
         "cases": {name: run_case(name) for name in CASES},
     }
     PATH.parent.mkdir(exist_ok=True)
     torch.save(reference, PATH)
-    print(f"wrote {PATH} ({PATH.stat().st_size} bytes, torch {torch.__version__})")
+    print(f"wrote {PATH} ({PATH.stat().st_size} bytes, torch {torch.__version__}, {machine()})")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ frozen): the peer for rows whose task version differs from rl-zoo's.
 
 Every finished run is appended as one JSON line to ``--results`` (default
 ``bench/zoo_results.jsonl``), so hours of runs can be done in parts and on several
-machines; a run already in the file is skipped unless ``--again``. Config overrides after
+machines; a run already in the file is skipped unless ``--again``. Each ding_lite row
+carries a hash of its experiment's bundled settings: once an experiment is retuned, its
+earlier rows leave the table and its seeds run again. Config overrides after
 the options make a tuning variant: its rows carry the overrides and never enter the table.
 At the end it prints the table of the file's rows for seeds 0-2 (task and version, budget,
 ding_lite median [min, max], rl-zoo's figure and version, the ratio, SB3's median where
@@ -30,6 +32,7 @@ The ratio is ding_lite's median over rl-zoo's figure; for a task whose returns a
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -60,6 +63,15 @@ def zoo_names() -> list[str]:
     from ding_lite.config.config import EXPERIMENTS
 
     return [name for name in EXPERIMENTS if name.startswith("zoo_")]
+
+
+def settings_id(name: str) -> str:
+    """A short hash of the experiment's settings as bundled: the rows of an earlier version of
+    an experiment (retuned since) carry another id and leave the table."""
+    from ding_lite.config.config import load_experiment
+
+    text = json.dumps(load_experiment(name), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def run_ding_lite(name: str, seed: int, overrides: list[str], timeout: float) -> dict:
@@ -140,7 +152,8 @@ def better_ratio(ours: float, ref: float) -> float:
 
 
 def table(rows: list[dict]) -> list[str]:
-    """The zoo table of the runs on seeds 0-2 without overrides."""
+    """The zoo table of the runs on seeds 0-2 without overrides, of the settings bundled now
+    (ding_lite's rows of an earlier version of an experiment are left out)."""
     from ding_lite.config.zoo import zoo_row
 
     def figures(trainer: str, name: str) -> list[dict]:
@@ -152,6 +165,7 @@ def table(rows: list[dict]) -> list[str]:
             and r["seed"] in TABLE_SEEDS
             and not r.get("overrides")
             and "error" not in r
+            and (trainer != "ding_lite" or r.get("settings") == settings_id(name))
         ]
 
     head = (
@@ -215,10 +229,13 @@ def main() -> None:
         parser.error(f"not zoo experiments: {', '.join(unknown)}; zoo: {', '.join(zoo_names())}")
     path = Path(args.results)
     key = tuple(args.overrides)
+    def current(r: dict) -> bool:
+        return r["trainer"] != "ding_lite" or r.get("settings") == settings_id(r["experiment"])
+
     done = {
         (r["trainer"], r["experiment"], r["seed"], tuple(r.get("overrides", ())))
         for r in load(path)
-        if "error" not in r
+        if "error" not in r and current(r)
     }
     plan = (
         []
@@ -238,6 +255,8 @@ def main() -> None:
         else:
             figures = run_ding_lite(name, seed, args.overrides, args.timeout)
         row = {"trainer": trainer, "experiment": name, "seed": seed, **figures}
+        if trainer == "ding_lite":
+            row["settings"] = settings_id(name)
         if trainer == "ding_lite" and args.overrides:
             row["overrides"] = list(args.overrides)
         row.update(date=time.strftime("%Y-%m-%d"), **meta)

@@ -22,6 +22,8 @@ bench = _load_bench()
 
 
 def row(experiment, seed, value, trainer="ding_lite", **extra):
+    if trainer == "ding_lite":
+        extra.setdefault("settings", bench.settings_id(experiment))
     return {"trainer": trainer, "experiment": experiment, "seed": seed, "eval_return": value,
             "wall_s": 10.0 * (seed + 1), **extra}  # fmt: skip
 
@@ -41,6 +43,7 @@ def test_the_table_uses_seeds_0_to_2_without_overrides_and_says_what_is_missing(
         row("zoo_pendulum", 10, -500.0),  # a tuning seed
         row("zoo_pendulum", 0, -900.0, overrides=["policy.learn.n_epochs=1"]),  # a variant
         row("zoo_pendulum", 1, 0.0, error="did not finish within 5 s"),
+        row("zoo_pendulum", 2, -999.0, settings="0123456789ab"),  # settings retuned since
         row("zoo_pendulum", 0, -190.0, trainer="sb3"),
         row("zoo_ant", 0, 2000.0),
     ]

@@ -170,7 +170,7 @@ def table(rows: list[dict]) -> list[str]:
 
     head = (
         f"{'task':<26} {'budget':>9}  {'ding_lite median [min, max]':<30} "
-        f"{'rl-zoo (version)':<30} {'ratio':>5}  {'SB3 rl-zoo settings':<22} {'wall s':>6}"
+        f"{'rl-zoo (version)':<34} {'ratio':>5}  {'SB3 rl-zoo settings':<22} {'wall s':>6}"
     )
     lines = [head, "-" * len(head)]
     for name in zoo_names():
@@ -192,7 +192,7 @@ def table(rows: list[dict]) -> list[str]:
         wall = statistics.median(r["wall_s"] for r in ours)
         zoo_text = f"{row.rl_zoo:g} ({row.rl_zoo_task})"
         lines.append(
-            f"{row.task:<26} {row.budget:>9,}  {spread:<30} {zoo_text:<30} "
+            f"{row.task:<26} {row.budget:>9,}  {spread:<30} {zoo_text:<34} "
             f"{better_ratio(median, row.rl_zoo):>5.2f}  {sb3_text:<22} {wall:>6.0f}"
         )
     return lines

@@ -85,7 +85,8 @@ def test_corrections_on_the_behaviour_policys_own_data_change_nothing(correction
     if "logp_prox" in batch:
         torch.testing.assert_close(batch["logp_prox"], rollout["logp"], rtol=0, atol=1e-6)
     want_batch, _ = plain._prep(rollout)
-    torch.testing.assert_close(batch["adv"], want_batch["adv"], rtol=0, atol=1e-5)
+    # Unnormalized advantages reach tens (float32's step there is ~1e-5): relative too.
+    torch.testing.assert_close(batch["adv"], want_batch["adv"], rtol=1e-6, atol=1e-5)
     torch.manual_seed(1)
     want = plain._forward_learn(rollout)
     torch.manual_seed(1)

@@ -1,9 +1,9 @@
 """PPO with an LSTM on the bundled pendulum without its angular velocity; target -250.
 
 ``env.kwargs.observe=position`` leaves the angle's cosine and sine only, so the policy must
-infer how fast the pendulum swings from the angles it has seen. pendulum_ppo's settings
-otherwise (16 copies x 256 steps, discount 0.9, observation normalization and reward
-scaling), with a 64-unit LSTM after one 64-unit layer for the actor and another for the
+infer how fast the pendulum swings from the angles it has seen. pendulum_ppo's settings of
+before 2026-11-27 otherwise (16 copies x 256 steps, discount 0.9, observation normalization
+and reward scaling), with a 64-unit LSTM after one 64-unit layer for the actor and another for the
 critic (``share_encoder`` is off), trained on 64-step segments, 16 to a minibatch. Tuned on
 seeds 10-14: one trunk for both, 16-step segments or minibatches of 256 rows solved 1 or
 2 of the 4-5 seeds tried; this solves 4 of 5. Figures beside the feed-forward policy's:

@@ -32,10 +32,10 @@ The ratio is ding_lite's median over rl-zoo's figure; for a task whose returns a
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -65,6 +65,7 @@ def zoo_names() -> list[str]:
     return [name for name in EXPERIMENTS if name.startswith("zoo_")]
 
 
+@functools.cache
 def settings_id(name: str) -> str:
     """A short hash of the experiment's settings as bundled: the rows of an earlier version of
     an experiment (retuned since) carry another id and leave the table."""
@@ -72,6 +73,13 @@ def settings_id(name: str) -> str:
 
     text = json.dumps(load_experiment(name), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def is_current(row: dict) -> bool:
+    """A finished run of the settings bundled now (SB3's rows have no ding_lite settings)."""
+    if "error" in row:
+        return False
+    return row["trainer"] != "ding_lite" or row.get("settings") == settings_id(row["experiment"])
 
 
 def run_ding_lite(name: str, seed: int, overrides: list[str], timeout: float) -> dict:
@@ -121,20 +129,14 @@ def provenance() -> dict:
         except OSError:  # no git on this machine
             return ""
 
+    from ding_lite.utils.device import cpu_model
+
     dirty = git("status", "--porcelain", "--", "../ding_lite")
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
     return {
         "torch": torch.__version__,
         "threads": int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads()),
         "commit": git("rev-parse", "--short", "HEAD") + ("+changes" if dirty else ""),
-        "machine": f"{os.cpu_count()} x {cpu}",
+        "machine": f"{os.cpu_count()} x {cpu_model()}",
     }
 
 
@@ -164,8 +166,7 @@ def table(rows: list[dict]) -> list[str]:
             and r["experiment"] == name
             and r["seed"] in TABLE_SEEDS
             and not r.get("overrides")
-            and "error" not in r
-            and (trainer != "ding_lite" or r.get("settings") == settings_id(name))
+            and is_current(r)
         ]
 
     head = (
@@ -229,13 +230,10 @@ def main() -> None:
         parser.error(f"not zoo experiments: {', '.join(unknown)}; zoo: {', '.join(zoo_names())}")
     path = Path(args.results)
     key = tuple(args.overrides)
-    def current(r: dict) -> bool:
-        return r["trainer"] != "ding_lite" or r.get("settings") == settings_id(r["experiment"])
-
     done = {
         (r["trainer"], r["experiment"], r["seed"], tuple(r.get("overrides", ())))
         for r in load(path)
-        if "error" not in r and current(r)
+        if is_current(r)
     }
     plan = (
         []
@@ -257,8 +255,8 @@ def main() -> None:
         row = {"trainer": trainer, "experiment": name, "seed": seed, **figures}
         if trainer == "ding_lite":
             row["settings"] = settings_id(name)
-        if trainer == "ding_lite" and args.overrides:
-            row["overrides"] = list(args.overrides)
+            if args.overrides:
+                row["overrides"] = list(args.overrides)
         row.update(date=time.strftime("%Y-%m-%d"), **meta)
         with path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")

@@ -1,6 +1,9 @@
-"""Turning a config's device name into a torch device."""
+"""Turning a config's device name into a torch device; naming this machine's CPU."""
 
 from __future__ import annotations
+
+import platform
+from pathlib import Path
 
 import torch
 
@@ -26,3 +29,14 @@ def resolve_device(name: str) -> torch.device:
                 f" (cuda:0 to cuda:{count - 1})"
             )
     return device
+
+
+def cpu_model() -> str:
+    """This machine's CPU model ("AMD EPYC", from /proc/cpuinfo where there is one), for the
+    provenance of benchmark figures and numerical references."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()

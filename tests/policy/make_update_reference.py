@@ -15,7 +15,6 @@ bonus with a learning-rate schedule and unnormalized advantages.
 
 from __future__ import annotations
 
-import platform
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import torch
 from ding_lite.config import compile_config
 from ding_lite.envs.spaces import Box, Discrete
 from ding_lite.policy import PPOPolicy
+from ding_lite.utils.device import cpu_model
 
 PATH = Path(__file__).with_name("data") / "ppo_update_reference.pt"
 ITERATIONS = 3
@@ -156,14 +156,7 @@ def machine() -> str:
     The same torch build rounds differently on another CPU (MKL and oneDNN choose their
     kernels by processor), so the numbers are exact only on the same kind of machine.
     """
-    model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{model} ({torch.backends.cpu.get_cpu_capability()})"
+    return f"{cpu_model()} ({torch.backends.cpu.get_cpu_capability()})"
 
 
 def main() -> None:

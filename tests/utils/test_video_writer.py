@@ -109,10 +109,17 @@ def test_missing_ffmpeg_plugin_is_a_one_line_error(tmp_path, monkeypatch):
 
 def test_an_ffmpeg_that_overruns_its_timeout_leaves_nothing(tmp_path, monkeypatch):
     pytest.importorskip("imageio_ffmpeg")
-    monkeypatch.setattr("ding_lite.utils.video.FFMPEG_TIMEOUT_S", 1e-6)  # killed at once
-    video = VideoWriter(tmp_path / "slow.mp4", fps=10)
+    # An "ffmpeg" that reads every frame and then never finishes (exec: the kill hits it).
+    hung = tmp_path / "bin" / "ffmpeg"
+    hung.parent.mkdir()
+    hung.write_text("#!/bin/sh\ncat > /dev/null\nexec sleep 60\n")
+    hung.chmod(0o755)
+    monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(hung))
+    monkeypatch.setattr("ding_lite.utils.video.FFMPEG_TIMEOUT_S", 0.5)
+    out = tmp_path / "out"
+    video = VideoWriter(out / "slow.mp4", fps=10)
     for frame in frames(20):
         video.append(frame)
-    with pytest.raises(DingLiteError, match=r"slow\.mp4: ffmpeg did not finish within 1e-06 s"):
+    with pytest.raises(DingLiteError, match=r"slow\.mp4: ffmpeg did not finish within 0\.5 s"):
         video.close()
-    assert list(tmp_path.iterdir()) == []
+    assert list(out.iterdir()) == []

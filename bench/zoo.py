@@ -228,6 +228,12 @@ def main() -> None:
     unknown = sorted(set(names) - set(zoo_names()))
     if unknown:
         parser.error(f"not zoo experiments: {', '.join(unknown)}; zoo: {', '.join(zoo_names())}")
+    not_overrides = [o for o in args.overrides if "=" not in o]
+    if not_overrides:
+        parser.error(
+            f"{not_overrides[0]!r} is not a config override (key.sub=value); "
+            "name several experiments with commas: --experiments zoo_ant,zoo_swimmer"
+        )
     path = Path(args.results)
     key = tuple(args.overrides)
     done = {

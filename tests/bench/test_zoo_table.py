@@ -4,6 +4,8 @@ writes, and one tiny run through the script's own runner."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,18 @@ def test_a_run_through_the_scripts_runner_reads_its_result(tmp_path, monkeypatch
     assert isinstance(figures["eval_return"], float) and figures["wall_s"] > 0
     failed = bench.run_ding_lite("zoo_mountaincar_continuous", 0, ["no.such_key=1"], 120)
     assert "unknown config key" in failed["error"]
+
+
+def test_a_second_experiment_name_without_a_comma_is_refused_before_any_run(tmp_path):
+    results = tmp_path / "results.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--experiments", "zoo_mountaincar", "zoo_ant",
+         "--results", str(results)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "zoo.py: error: 'zoo_ant' is not a config override (key.sub=value); name several "
+        "experiments with commas: --experiments zoo_ant,zoo_swimmer"
+    )
+    assert not results.exists()  # nothing ran, nothing was written

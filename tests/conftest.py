@@ -1,9 +1,12 @@
-"""Settings every test shares."""
+"""Settings and fixtures every test shares."""
 
 import signal
 import sys
+from pathlib import Path
 
 import pytest
+
+from ding_lite import serial_pipeline
 
 
 def pytest_configure(config):
@@ -22,3 +25,34 @@ def no_box2d(monkeypatch):
     monkeypatch.setitem(sys.modules, "Box2D", None)
     for name in [m for m in sys.modules if m.startswith("gymnasium.envs.box2d")]:
         monkeypatch.delitem(sys.modules, name)
+
+
+def _one_iteration_run(experiment: str, run: Path) -> Path:
+    """``run``, a one-iteration run of ``experiment`` on 8 env copies (real checkpoints,
+    cheaply)."""
+    serial_pipeline(
+        experiment,
+        max_train_iter=1,
+        overrides=[
+            "env.num_envs=8",
+            "policy.collect.n_steps=8",
+            "evaluator.n_episodes=4",
+            "policy.learn.batch_size=64",
+        ],
+        exp_dir=str(run),
+    )
+    return run
+
+
+@pytest.fixture(scope="session")
+def aircombat_ckpt(tmp_path_factory) -> Path:
+    """The ``ckpt/`` folder of a one-iteration aircombat_ppo run."""
+    run = tmp_path_factory.mktemp("aircombat") / "run"
+    return _one_iteration_run("aircombat_ppo", run) / "ckpt"
+
+
+@pytest.fixture(scope="session")
+def selfplay_run(tmp_path_factory) -> Path:
+    """A one-iteration aircombat_selfplay_ppo run dir (its draw reward included)."""
+    run = tmp_path_factory.mktemp("selfplay") / "run"
+    return _one_iteration_run("aircombat_selfplay_ppo", run)

@@ -285,3 +285,48 @@ def test_survival_reward_sets_the_bonus_per_step_alive(opponent):
         torch.testing.assert_close(r_a - r_b, alive * P.SURVIVAL_REWARD, rtol=0, atol=1e-7)
     with pytest.raises(ValueError, match="survival_reward must be a finite number"):
         create_env("aircombat", 1, survival_reward=float("nan"))
+
+
+@pytest.mark.parametrize("opponent", ["self", "placeholder"])
+def test_draw_reward_is_added_where_a_match_ends_undecided(opponent):
+    """``draw_reward`` is added to a side's reward in the step its match ends with an outcome
+    of 0 (time limit, both dry, both hit at once) and nowhere else; the dynamics are those of
+    the env without it."""
+    kwargs = dict(seed=3, opponent=opponent, max_episode_steps=20)
+    plain = create_env("aircombat", 8, **kwargs)
+    costly = create_env("aircombat", 8, draw_reward=-0.5, **kwargs)
+    plain.reset()
+    costly.reset()
+    _close_quarters(plain)
+    _close_quarters(costly)
+    agents = 2 if opponent == "self" else 1
+    draws = decided = 0
+    for action in _actions(8, 60, seed=5, fire_prob=0.5, agents=agents):
+        action = action if agents == 2 else action[:, 0]
+        obs_a, r_a, term_a, trunc_a, info = plain.step(action)
+        obs_b, r_b, term_b, trunc_b, _ = costly.step(action)
+        assert torch.equal(obs_a, obs_b) and torch.equal(term_a | trunc_a, term_b | trunc_b)
+        done = info["done"] if agents == 1 else info["done"][:, None]
+        draw = done & (info["episode"]["outcome"] == 0)
+        torch.testing.assert_close(r_b - r_a, draw * -0.5, rtol=0, atol=1e-7)
+        draws += int(draw.sum())
+        decided += int((done & (info["episode"]["outcome"] != 0)).sum())
+    assert draws > 0 and decided > 0  # both kinds of ending were checked
+
+
+def test_draw_reward_at_the_time_limit_by_hand():
+    """Nobody fires for 10 steps with a 10-step limit and the outcome-only reward: every
+    step pays 0 but the last, which pays the draw reward to both sides."""
+    env = create_env(
+        "aircombat", 2, seed=1, opponent="self", reward="zero", max_episode_steps=10,
+        draw_reward=-0.25,
+    )  # fmt: skip
+    env.reset()
+    for t in range(10):
+        _, reward, terminated, truncated, _ = env.step(torch.zeros(2, 2, 3))
+        want = -0.25 if t == 9 else 0.0
+        assert torch.equal(reward, torch.full((2, 2), want))
+    assert truncated.all() and not terminated.any()
+    for bad in (float("nan"), "high", True):
+        with pytest.raises(ValueError, match="draw_reward must be a"):
+            create_env("aircombat", 1, draw_reward=bad)

@@ -19,6 +19,7 @@ from ding_lite.envs.aircombat.drawing import Drawing
 from ding_lite.envs.aircombat.flags import any_slot, flag
 from ding_lite.envs.aircombat.observe import OBS_DIM, Observation, swap, swap_index, wrap
 from ding_lite.envs.aircombat.resets import Resets
+from ding_lite.envs.aircombat.rewards import DrawReward
 from ding_lite.envs.aircombat.selfplay import SelfPlay
 from ding_lite.envs.aircombat.slots import MISSILE_FIELDS, MissileSlots, missile_field
 from ding_lite.envs.autoreset import make_reset_source
@@ -31,7 +32,9 @@ _STATE_KEYS = (
 )  # fmt: skip
 
 
-class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, Drawing, TensorVectorEnv):
+class AirCombatEnv(
+    MissileSlots, Observation, Resets, SelfPlay, DrawReward, Drawing, TensorVectorEnv
+):
     """One-on-one air combat: P1 (the caller) against P2 (an agent run inside the env).
 
     Observation float32 ``[N, 10]`` for P1, normalized: own x, own y (``/ ARENA_HALF``), own
@@ -94,6 +97,7 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, Drawing, TensorV
         opponent_kwargs: dict[str, Any] | None = None,
         survival_reward: float | None = None,
         reset_group_size: int = 1,
+        draw_reward: float = 0.0,
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -122,6 +126,10 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, Drawing, TensorV
             reset_group_size: Copies ``i`` with equal ``i // reset_group_size`` start their
                 k-th episodes from the same positions and headings (the opponent's own
                 randomness aside); 1: off (see :mod:`ding_lite.envs.reset_groups`).
+            draw_reward: Added to each side's reward in the step a match ends in a draw
+                (time limit, both out of missiles, or both destroyed at once), with any
+                ``reward``; 0: none. Negative, a draw costs both sides: in self-play two
+                copies of one policy then gain nothing by both fleeing the fight.
 
         Raises:
             ValueError: an unknown ``reward``, ``"zero_sum"`` without self-play, a
@@ -150,6 +158,7 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, Drawing, TensorV
             raise ValueError(f"throttle must be in [0, 1] or None, got {throttle!r}")
         self.throttle = None if throttle is None else float(throttle)
         self.reset_group_size = check_reset_group_size(self.name, num_envs, reset_group_size)
+        self._init_draw_reward(draw_reward)
         low, high = ((-1.0,), (1.0,)) if throttle is not None else ((-1.0, 0.0), (1.0, 1.0))
         super().__init__(
             num_envs=num_envs,
@@ -349,7 +358,8 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, Drawing, TensorV
         self._fired_final = self.fired
         if self.self_play:
             self._outcome = alive - swap(alive)  # [N, 2], each agent's own view
-            return self._self_play_reward(in_flight, hits, still, launch - locked), terminated
+            reward = self._self_play_reward(in_flight, hits, still, launch - locked)
+            return self._add_draw_reward(reward, terminated), terminated
         outcome = p1 - p2  # +1 win, -1 loss, 0 both alive or both dead
         self._outcome = outcome
         reward = outcome
@@ -361,7 +371,7 @@ class AirCombatEnv(MissileSlots, Observation, Resets, SelfPlay, Drawing, TensorV
             defeated = lost[:, 1]  # P2's, which P1 evaded
             bonus = defeated * P.DEFEATED_MISSILE_REWARD + self.survival_reward
             reward = torch.addcmul(reward, bonus, p1).sub_(wasted, alpha=P.WASTED_MISSILE_PENALTY)
-        return reward, terminated
+        return self._add_draw_reward(reward, terminated), terminated
 
     # ------------------------------------------------------------------ checkpoints
     def _extra_state(self) -> dict[str, Any]:

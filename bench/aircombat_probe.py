@@ -1,0 +1,117 @@
+"""Probes of air-combat policies that ``ding-lite eval`` does not make: a checkpoint
+against itself, and mixes of two checkpoints against CrankAgent.
+
+Used for the self-play figures in docs/benchmarks.rst (section *Air combat*, *Self-play*)::
+
+    python bench/aircombat_probe.py self RUN                 # blue / red wins, draws
+    python bench/aircombat_probe.py mix STEER_RUN FIRE_RUN   # one's rudder, the other's trigger
+    python bench/aircombat_probe.py hold RUN --lock-deg 45 --max-km 40
+
+``RUN`` is a run dir, its ``ckpt`` folder or a ``.pt`` file (``best.pt`` of a run dir);
+every probe plays ``--episodes`` matches (default 1,000), one per env copy, from the starts
+of ``--seed``, with sampled actions (``--deterministic`` for the most likely ones), and
+prints the outcome counts. ``hold`` keeps a policy's trigger off unless the enemy is
+within ``--lock-deg`` degrees of the nose and ``--max-km`` km.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import torch
+
+from ding_lite.entry.trained.predict import load_policy
+from ding_lite.envs.aircombat import physics as P
+from ding_lite.envs.aircombat.env import AirCombatEnv
+from ding_lite.utils.errors import CheckpointError
+
+
+def play(env: AirCombatEnv, act) -> torch.Tensor:
+    """float32 ``[N]``: the outcome of each copy's first episode from agent 0's side, with
+    ``act(obs)`` giving the actions."""
+    obs, _ = env.reset()
+    outcome = torch.zeros(env.num_envs)
+    finished = torch.zeros(env.num_envs, dtype=torch.bool)
+    for _ in range(P.MAX_EPISODE_STEPS):
+        obs, _, _, _, info = env.step(act(obs))
+        new = info["done"] & ~finished
+        side = info["combat"]["outcome"]
+        outcome[new] = (side if side.dim() == 1 else side[:, 0])[new]
+        finished |= info["done"]
+        if finished.all():
+            break
+    return outcome
+
+
+def report(label: str, outcome: torch.Tensor, sides: tuple[str, str] = ("win", "loss")) -> str:
+    n = outcome.numel()
+    won, lost = int((outcome > 0).sum()), int((outcome < 0).sum())
+    return (
+        f"{label}: {sides[0]} {100 * won / n:.1f}%  {sides[1]} {100 * lost / n:.1f}%  "
+        f"draw {100 * (n - won - lost) / n:.1f}%  ({n} episodes)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("probe", choices=("self", "mix", "hold"))
+    parser.add_argument("runs", nargs="+", help="run dirs or checkpoints (mix: two)")
+    parser.add_argument("--episodes", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=123)
+    parser.add_argument("--deterministic", action="store_true")
+    parser.add_argument("--lock-deg", type=float, default=45.0)
+    parser.add_argument("--max-km", type=float, default=math.inf)
+    args = parser.parse_args(argv)
+    if len(args.runs) != (2 if args.probe == "mix" else 1):
+        parser.error(f"'{args.probe}' takes {'two runs' if args.probe == 'mix' else 'one run'}")
+    if args.episodes < 1:
+        parser.error("--episodes must be at least 1")
+    try:
+        policies = [load_policy(run) for run in args.runs]
+    except (CheckpointError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    torch.manual_seed(args.seed)
+    n, det = args.episodes, args.deterministic
+    first = policies[0]
+    if args.probe == "self":
+        env = AirCombatEnv(num_envs=n, seed=args.seed, opponent="self", throttle=1.0)
+        obs_dim = env.obs_shape[0]
+
+        def act(obs):
+            return first.predict(obs.reshape(-1, obs_dim), deterministic=det).reshape(n, 2, -1)
+
+        print(report(f"{args.runs[0]} against itself", play(env, act), ("blue", "red")))
+        return 0
+    env = AirCombatEnv(num_envs=n, seed=args.seed, opponent="rule_based", throttle=1.0)
+    if args.probe == "mix":
+        steer, fire = policies
+
+        def act(obs):
+            action = steer.predict(obs, deterministic=det).clone()
+            action[:, -1] = fire.predict(obs, deterministic=det)[:, -1]
+            return action
+
+        label = f"rudder of {args.runs[0]}, trigger of {args.runs[1]}, against CrankAgent"
+    else:
+        lock, reach = math.radians(args.lock_deg), args.max_km * 1000.0
+
+        def act(obs):
+            action = first.predict(obs, deterministic=det).clone()
+            near = obs[:, 6] * P.DISTANCE_SCALE < reach
+            on_nose = obs[:, 7].abs() * math.pi < lock
+            action[:, -1] *= (near & on_nose).float()
+            return action
+
+        label = (
+            f"{args.runs[0]}, firing only within {args.lock_deg:g} deg and "
+            f"{args.max_km:g} km, against CrankAgent"
+        )
+    print(report(label, play(env, act)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -67,8 +67,10 @@ setup(
             "docutils",  # the reST parser under the docs tests' Sphinx build
             # Drives Debian's chromium (installed by .ci/run) to check the dashboard page.
             "selenium>=4.10",
+            # Property tests: the coordinator's state round-trips every field it has.
+            "hypothesis>=6",
         ],
         "bench": ["gymnasium[mujoco]>=1.0", "Box2D>=2.3.10", "stable-baselines3"],
     },
-    entry_points={"console_scripts": ["ding-lite=ding_lite.entry.cli:main"]},
+    entry_points={"console_scripts": ["ding-lite=ding_lite.entry.cli.command:main"]},
 )

@@ -98,8 +98,9 @@ def run_collectors(first: int, count: int, master: str, path_data: Path) -> None
     """Child process: ``count`` collectors until stdin closes (the parent ends or is done)."""
     from ding_lite.interaction import Slave
 
-    # As a real worker process does (``WORKER_SWITCH_INTERVAL_S`` of ``entry/roles.py``, not
-    # imported since it pulls in torch): short GIL hand-overs between the HTTP threads.
+    # As a real worker process does (``WORKER_SWITCH_INTERVAL_S`` of
+    # ``entry/pipelines/worker_process.py``, not imported since it pulls in torch): short GIL
+    # hand-overs between the HTTP threads.
     sys.setswitchinterval(0.0005)
     collectors = [FakeCollector(f"collector{i}", path_data) for i in range(first, first + count)]
     slaves = [

@@ -25,8 +25,8 @@ WINDOW = 20
 
 def run_ding_lite(seed: int, max_env_step: int, exp_dir: Path) -> dict:
     from ding_lite.config import compile_config
-    from ding_lite.entry.lifecycle import RunDir
-    from ding_lite.entry.serial import SerialRun
+    from ding_lite.entry.pipelines.serial import SerialRun
+    from ding_lite.entry.run.lifecycle import RunDir
     from ding_lite.worker.learner import LearnerHook
 
     cfg = compile_config(
@@ -38,7 +38,7 @@ def run_ding_lite(seed: int, max_env_step: int, exp_dir: Path) -> dict:
     )
     start = time.perf_counter()
     run_dir = RunDir.claim(cfg, resuming=False)
-    run = SerialRun(cfg, run_dir.path)
+    run = SerialRun(cfg, run_dir)
     hit: dict = {}
 
     class TrainReturnTarget(LearnerHook):
@@ -52,7 +52,7 @@ def run_ding_lite(seed: int, max_env_step: int, exp_dir: Path) -> dict:
 
     run.learner.register_hook(TrainReturnTarget("train_return_target", 0, position="before_iter"))
     with run_dir:
-        run.run(start, verbose=0, run_dir=run_dir)
+        run.run(start, verbose=0)
     if not hit:
         return {
             "solved": False,

@@ -6,8 +6,9 @@ The public names load on first use (PEP 562), so ``import ding_lite`` and the co
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ding_lite.utils.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -25,9 +26,9 @@ _EXPORTS = {
     "create_env": "ding_lite.envs",
     "get_config": "ding_lite.config",
     "load_policy": "ding_lite.entry.trained.predict",
-    "parallel_pipeline": "ding_lite.entry.parallel",
+    "parallel_pipeline": "ding_lite.entry.pipelines.parallel",
     "register_learner_hook": "ding_lite.worker.learner",
-    "serial_pipeline": "ding_lite.entry.serial",
+    "serial_pipeline": "ding_lite.entry.pipelines.serial",
 }
 
 __all__ = [
@@ -50,22 +51,15 @@ __all__ = [
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
     from ding_lite.config import compile_config, get_config
-    from ding_lite.entry.parallel import parallel_pipeline
-    from ding_lite.entry.serial import serial_pipeline
+    from ding_lite.entry.pipelines.parallel import parallel_pipeline
+    from ding_lite.entry.pipelines.serial import serial_pipeline
     from ding_lite.entry.trained.predict import TrainedPolicy, TrainedRun, load_policy
     from ding_lite.envs import create_env
     from ding_lite.policy import PPOPolicy
     from ding_lite.worker.collector import Evaluator, SerialCollector
     from ding_lite.worker.learner import BaseLearner, Hook, LearnerHook, register_learner_hook
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ding_lite' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

@@ -2,6 +2,6 @@
 
 import sys
 
-from ding_lite.entry.cli import main
+from ding_lite.entry.cli.command import main
 
 sys.exit(main())

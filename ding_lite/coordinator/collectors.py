@@ -12,9 +12,19 @@ from concurrent.futures import Future
 from typing import Any
 
 from ding_lite.coordinator.checks import ResultError, check_collector_output
+from ding_lite.coordinator.part import CoordinatorPart
+from ding_lite.coordinator.state import (
+    EXCLUDED,
+    FAILED,
+    LOST,
+    RUNNING,
+    STARTING,
+    CollectorRecord,
+    Policy,
+)
 from ding_lite.coordinator.watchdog import Backoff, QuietLog
+from ding_lite.coordinator.workers import where_registered
 from ding_lite.utils import stop
-from ding_lite.utils.paths import is_worker_id
 
 COLLECTOR_SEED_STRIDE = 10_007
 IDLE_POLL_S = 0.005  # a collector that had nothing new is asked again after this long...
@@ -33,127 +43,127 @@ def idle_poll_interval(collectors: int) -> float:
 
 MAX_DATA_FAILURES = 5  # consecutive failed data tasks (not timeouts) before a restart
 
-RUNNING, EXCLUDED, LOST, FAILED = "running", "excluded", "lost", "failed"
 
-
-class CollectorPool:
-    """Collectors by id with their state (running, excluded for a config error, lost, failed).
-
-    Args:
-        coordinator: the :class:`~ding_lite.coordinator.Coordinator` (transport, config,
-            status, rollout ledger and supervisor are its).
+class CollectorPool(CoordinatorPart):
+    """The collectors of a run: starting them, polling their data, syncing policies. What
+    it knows of each (state, seed index, env steps, policy version) is a
+    :class:`~.state.CollectorRecord` in the coordinator's state, the one that evaluates
+    its ``evaluator``. Its arguments are a :class:`~.part.CoordinatorPart`'s.
     """
 
-    def __init__(self, coordinator: Any) -> None:
-        self.c = coordinator
-        self.state: dict[str, str] = {}
-        self.index: dict[str, int] = {}
-        self.envsteps: dict[str, int] = {}
-        self.versions: dict[str, int] = {}  # the policy version each collector said it holds
-        self.evaluator: str | None = None
+    def __init__(self, **parts: Any) -> None:
+        super().__init__(**parts)
         self._polls: dict[str, Future] = {}
         self._syncs: list[tuple[str, int, Future]] = []
         self._failures: dict[str, int] = {}
         self._idle_until: dict[str, float] = {}
         self._backoff = Backoff()
-        self._quiet = QuietLog(coordinator.logger)
+        self._quiet = QuietLog(self.logger)
+
+    @property
+    def records(self) -> dict[str, CollectorRecord]:
+        return self.state.collectors
+
+    def _in(self, state: str) -> list[str]:
+        return [c for c, r in self.records.items() if r.state == state]
 
     def running(self) -> list[str]:
         """Started collectors that are registered and alive."""
-        alive = set(self.c.transport.worker_ids("collector"))
-        return [c for c, s in self.state.items() if s == RUNNING and c in alive]
+        alive = set(self.transport.worker_ids("collector"))
+        return [c for c in self._in(RUNNING) if c in alive]
 
     def any_unstarted(self) -> bool:
-        return any(c not in self.state for c in self.c.transport.worker_ids("collector"))
+        started = set(self.records) - set(self._in(STARTING))
+        return any(c not in started for c in self.transport.worker_ids("collector"))
 
-    # --- recovery ------------------------------------------------------------------------
-    def restore(self, saved: dict[str, Any]) -> None:
-        """Takes back the collectors a previous coordinator of the run had started (their
-        state, seed index, env steps, policy version and the evaluating one).
+    def envsteps(self) -> int:
+        """Env steps of every collector the run had, as each reported last."""
+        return sum(r.envsteps for r in self.records.values())
 
-        Raises:
-            ValueError: an id is not a worker id, or a value is of the wrong kind.
-        """
-        tables = {k: saved.get(k) for k in ("state", "index", "envsteps", "versions")}
-        if not all(isinstance(t, dict) and all(map(is_worker_id, t)) for t in tables.values()):
-            raise ValueError("collector tables must map worker ids to values")
-        if not set(tables["state"].values()) <= {RUNNING, EXCLUDED, LOST, FAILED}:
-            raise ValueError("a collector state must be running, excluded, lost or failed")
-        numbers = [*tables["index"].values(), *tables["envsteps"].values()]
-        numbers += tables["versions"].values()
-        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
-            raise ValueError("collector indices, env steps and versions must be counts")
-        evaluator = saved.get("evaluator")
-        if evaluator is not None and not is_worker_id(evaluator):
-            raise ValueError("the evaluating collector must be a worker id")
-        self.state, self.index = dict(tables["state"]), dict(tables["index"])
-        self.envsteps, self.versions = dict(tables["envsteps"]), dict(tables["versions"])
-        self.evaluator = evaluator
+    # --- workers that fail ---------------------------------------------------------------
+    def worker_failed(self, worker_id: str, reason: str) -> None:
+        """A collector is lost or failed: the restarter replaces it (under a fresh id)."""
+        if self.restarter is not None:
+            self.restarter.worker_failed(worker_id, "collector", reason)
+            self.state.status.restarts = self.restarter.restarts
+
+    def retire(self, worker_id: str) -> None:
+        """Drops a collector for good and closes it, so its process exits instead of idling."""
+        if self.restarter is not None:
+            self.restarter.retire(worker_id)
+        self.transport.send_task_async(
+            worker_id, "collector_close_task", {"final_eval": False}, self.cfg.system.task_timeout
+        )
 
     # --- start ---------------------------------------------------------------------------
-    def start_new(self, policy: tuple[str, int, float]) -> None:
-        where = self.c.where("collector")
-        for cid in self.c.transport.worker_ids("collector"):
-            if cid in self.state and self.c.is_new_process(cid, where.get(cid)):
-                self.c.logger.warning(f"collector {cid} is a new process at {where[cid]}")
-                del self.state[cid]  # started below, like any new collector
+    def start_new(self, policy: Policy) -> None:
+        where = where_registered(self.transport, "collector")
+        for cid in self.transport.worker_ids("collector"):
+            record = self.records.get(cid)
+            started = record is not None and record.state != STARTING
+            if started and self.state.is_new_process(cid, where.get(cid)):
+                self.logger.warning(f"collector {cid} is a new process at {where[cid]}")
+                # Started below, like any new collector (its record moves to the end).
+                self.records[cid] = record = self.records.pop(cid)
+                record.state = STARTING
                 self._polls.pop(cid, None)
-                self.c.addresses.pop(cid)
-            if self.state.get(cid) == LOST:
-                self.state[cid] = RUNNING  # it came back within reach (no supervisor)
-                self.c.logger.info(f"collector {cid} is back")
-            if cid in self.state:
+                self.state.addresses.pop(cid)
+            if record is not None and record.state == LOST:
+                record.state = RUNNING  # it came back within reach (no restarter)
+                self.logger.info(f"collector {cid} is back")
+            if record is not None and record.state != STARTING:
                 continue
             self._start(cid, policy)
 
-    def _start(self, cid: str, policy: tuple[str, int, float]) -> None:
-        cfg = self.c.cfg
-        self.index[cid] = len(self.index)
-        evaluate = self.evaluator not in self.running()
+    def _start(self, cid: str, policy: Policy) -> None:
+        cfg = self.cfg
+        index = len(self.records)  # (a new process under a known id: its record is counted)
+        record = self.records.setdefault(cid, CollectorRecord())
+        record.index = index
+        evaluate = self.state.evaluator not in self.running()
         data = {
-            "config": self.c.config,
+            "config": self.config,
             # The first collector has the run's seed: it steps and samples as a serial run
             # with that seed does.
-            "seed": cfg.seed + COLLECTOR_SEED_STRIDE * self.index[cid],
+            "seed": cfg.seed + COLLECTOR_SEED_STRIDE * record.index,
             "evaluate": evaluate,
-            "policy_path": policy[0],
-            "policy_version": policy[1],
+            "policy_path": policy.path,
+            "policy_version": policy.version,
         }
-        outcome = self.c.transport.send_task(
+        outcome = self.transport.send_task(
             cid, "collector_start_task", data, cfg.system.task_timeout
         )
         if not outcome.success:
-            self.c.status.failed_tasks += 1
+            self.state.status.failed_tasks += 1
             if outcome.error.startswith("ConfigError"):
-                self.state[cid] = EXCLUDED  # a restart would fail the same way
-                self.c.logger.error(f"collector {cid} dropped, it cannot start: {outcome.error}")
-                self.c.retire(cid, "collector")
+                record.state = EXCLUDED  # a restart would fail the same way
+                self.logger.error(f"collector {cid} dropped, it cannot start: {outcome.error}")
+                self.retire(cid)
             else:
-                self.state[cid] = FAILED
-                self.c.logger.error(f"collector {cid} failed to start: {outcome.error}")
-                self.c.worker_failed(cid, "collector", outcome.error)
+                record.state = FAILED
+                self.logger.error(f"collector {cid} failed to start: {outcome.error}")
+                self.worker_failed(cid, outcome.error)
             return
-        self.state[cid] = RUNNING
-        self.versions[cid] = policy[1]
-        if (address := self.c.where("collector").get(cid)) is not None:
-            self.c.addresses[cid] = address
+        record.state, record.version = RUNNING, policy.version
+        if (address := where_registered(self.transport, "collector").get(cid)) is not None:
+            self.state.addresses[cid] = address
         if evaluate:
-            self.evaluator = cid
-        self.c.save("start")
+            self.state.evaluator = cid
+        self.save("start")
         out = outcome.result or {}
         where = f", {out.get('num_envs')} env copies on {out.get('device')}" if out else ""
-        self.c.logger.info(f"collector {cid} started (seed {data['seed']}{where})")
+        self.logger.info(f"collector {cid} started (seed {data['seed']}{where})")
 
     # --- data ----------------------------------------------------------------------------
     def poll(self) -> None:
         """Harvests answered data tasks, sends new ones, and notices lost collectors."""
-        alive = set(self.c.transport.worker_ids("collector"))
-        for cid, state in list(self.state.items()):
-            if state == RUNNING and cid not in alive:
-                self.state[cid] = LOST
+        alive = set(self.transport.worker_ids("collector"))
+        for cid, record in list(self.records.items()):
+            if record.state == RUNNING and cid not in alive:
+                record.state = LOST
                 self._polls.pop(cid, None)
-                self.c.logger.warning(f"collector {cid} lost (no heartbeat, or its process ended)")
-                self.c.worker_failed(cid, "collector", "lost")
+                self.logger.warning(f"collector {cid} lost (no heartbeat, or its process ended)")
+                self.worker_failed(cid, "lost")
         for cid, future in list(self._polls.items()):
             if future.done():
                 del self._polls[cid]
@@ -163,11 +173,11 @@ class CollectorPool:
             if cid in self._polls or now < self._idle_until.get(cid, 0.0):
                 continue
             if self._backoff.ready(cid):
-                self._polls[cid] = self.c.transport.send_task_async(
-                    cid, "collector_data_task", {}, self.c.cfg.system.http_timeout
+                self._polls[cid] = self.transport.send_task_async(
+                    cid, "collector_data_task", {}, self.cfg.system.http_timeout
                 )
         self._syncs = [s for s in self._syncs if not self._sync_done(*s)]
-        self.c.status.collectors_alive = len(self.running())
+        self.state.status.collectors_alive = len(self.running())
 
     def _harvest(self, cid: str, outcome: Any) -> None:
         if outcome.success:
@@ -178,88 +188,89 @@ class CollectorPool:
                 return
             self._backoff.succeeded(cid)
             self._failures[cid] = 0
-            self.c.status.control_latency_s.append(outcome.elapsed_s)
+            self.state.status.control_latency_s.append(outcome.elapsed_s)
             if not (outcome.result or {}).get("files"):
-                wait = idle_poll_interval(len(self.state))
+                wait = idle_poll_interval(len(self.records) - len(self._in(STARTING)))
                 self._idle_until[cid] = time.monotonic() + wait
         else:
             self._failed(cid, outcome.error)
 
     def _failed(self, cid: str, error: str) -> None:
-        self.c.status.failed_tasks += 1
+        self.state.status.failed_tasks += 1
         delay = self._backoff.failed(cid)
         self._quiet("error", cid, f"data task on {cid} failed ({error}); next try in {delay:.2f} s")
         if error.startswith("timed out"):
             return  # a slow or paused collector: its heartbeats decide whether it is lost
         if "DiskFullError" in error or "No space left on device" in error:
-            self.c.stop_run(stop.DISK_FULL, f"collector {cid} cannot write: {error}")
+            self.stop_run(stop.DISK_FULL, f"collector {cid} cannot write: {error}")
             return
         self._failures[cid] = self._failures.get(cid, 0) + 1
-        if self._failures[cid] >= MAX_DATA_FAILURES and self.state.get(cid) == RUNNING:
-            self.state[cid] = FAILED
-            self.c.logger.error(f"collector {cid} failed {MAX_DATA_FAILURES} data tasks in a row")
-            self.c.worker_failed(cid, "collector", error)
+        record = self.records.get(cid)
+        if self._failures[cid] >= MAX_DATA_FAILURES and record and record.state == RUNNING:
+            record.state = FAILED
+            self.logger.error(f"collector {cid} failed {MAX_DATA_FAILURES} data tasks in a row")
+            self.worker_failed(cid, error)
 
     def take_output(self, cid: str, out: dict[str, Any]) -> None:
         """Books a collector's data or close result (validated first; raises ResultError)."""
-        c, ev = self.c, self.c.cfg.evaluator
+        status, ev = self.state.status, self.cfg.evaluator
         checked = check_collector_output(
             out,
-            policy_version=c.status.policy_version,
+            policy_version=status.policy_version,
             n_episodes=ev.n_episodes,
             stop_value=ev.stop_value,
-            may_evaluate=cid == self.evaluator,
+            may_evaluate=cid == self.state.evaluator,
         )
-        c.rollouts.offer_all(checked["paths"])
+        self.ledger.offer_all(checked["paths"])
         if checked["envstep"] is not None:
-            self.envsteps[cid] = checked["envstep"]
-        c.status.episode_returns.extend(checked["episode_returns"])
-        c.status.episode_outcomes.extend(checked["episode_outcomes"])
-        c.status.sync_latency_s.extend(checked["sync_latency_s"])
+            self.records.setdefault(cid, CollectorRecord()).envsteps = checked["envstep"]
+        status.episode_returns.extend(checked["episode_returns"])
+        status.episode_outcomes.extend(checked["episode_outcomes"])
+        status.sync_latency_s.extend(checked["sync_latency_s"])
         for report in checked["evals"]:
             self.record_eval(report)
         if checked["evals"]:
-            self.c.save("eval")
+            self.save("eval")
         for why in checked["refused_evals"]:
-            c.logger.warning(f"refused an evaluation from {cid}: {why}")
+            self.logger.warning(f"refused an evaluation from {cid}: {why}")
 
     def record_eval(self, report: dict[str, Any]) -> None:
         """Books an evaluation (already checked and re-judged by ``checks``)."""
-        c, win = self.c, report["win_rate"]
+        status, win = self.state.status, report["win_rate"]
         win_text = "" if win is None else f", win rate {win:.1%}"
-        c.logger.info(
+        self.logger.info(
             f"eval of policy v{report['policy_version']}: return "
             f"{report['return_mean']:.2f} over {report['n_episodes']} episodes{win_text}"
         )
-        if report["policy_version"] == 0 and c.cfg.evaluator.get("before_train"):
-            c.status.eval_before_train = {k: report[k] for k in ("return_mean", "win_rate")}
+        if report["policy_version"] == 0 and self.cfg.evaluator.get("before_train"):
+            status.eval_before_train = {k: report[k] for k in ("return_mean", "win_rate")}
             report = {**report, "solved": False}  # an evaluation before training never solves
-        best = c.status.best_eval
+        best = status.best_eval
         if best is None or report["return_mean"] > best["return_mean"]:
             # The learner writes ckpt/best.pt from this version's policy file.
-            c.status.best_eval = {k: report[k] for k in ("policy_version", "return_mean")}
-        if c.status.solved:
+            status.best_eval = {k: report[k] for k in ("policy_version", "return_mean")}
+        if status.solved:
             return  # the evaluation that solved the run stays the run's figure
-        c.status.eval_return, c.status.eval_win_rate = report["return_mean"], win
-        c.status.eval_policy_version = report["policy_version"]
-        c.status.eval_seconds = report.get("seconds")
-        c.status.solved = report["solved"]
+        status.eval_return, status.eval_win_rate = report["return_mean"], win
+        status.eval_policy_version = report["policy_version"]
+        status.eval_seconds = report.get("seconds")
+        status.solved = report["solved"]
 
     # --- policy sync ---------------------------------------------------------------------
-    def sync(self, policy: tuple[str, int, float], rollback: bool = False) -> None:
+    def sync(self, policy: Policy, rollback: bool = False) -> None:
         """Sends the policy to every running collector (asynchronously)."""
         path, version, published_at = policy
         data = {"path": path, "version": version, "published_at": published_at}
         if rollback:
             data["rollback"] = True
         running = self.running()
-        if running and self.evaluator not in running:
-            self.evaluator = running[0]  # the evaluating collector was lost: hand it over
-            self.c.logger.warning(f"collector {self.evaluator} takes over evaluation")
+        if running and self.state.evaluator not in running:
+            self.state.evaluator = running[0]  # the evaluating collector was lost: hand it over
+            self.logger.warning(f"collector {self.state.evaluator} takes over evaluation")
         for cid in running:
-            task = {**data, "evaluate": True} if cid == self.evaluator else data
-            future = self.c.transport.send_task_async(
-                cid, "collector_policy_sync_task", task, self.c.cfg.system.http_timeout
+            task = {**data, "evaluate": True} if cid == self.state.evaluator else data
+            future = self.transport.send_task_async(
+                cid, "collector_policy_sync_task", task, self.cfg.system.http_timeout
             )
             self._syncs.append((cid, version, future))
 
@@ -268,10 +279,10 @@ class CollectorPool:
             return False
         outcome = future.result()
         if not outcome.success:
-            self.c.status.failed_tasks += 1
+            self.state.status.failed_tasks += 1
             self._quiet("error", f"sync-{cid}", f"policy sync on {cid} failed: {outcome.error}")
         else:
-            self.versions[cid] = version
+            self.records[cid].version = version
         return True
 
     # --- close ---------------------------------------------------------------------------
@@ -281,11 +292,11 @@ class CollectorPool:
         futures = {}
         # A start that never got its answer (Ctrl-C while it was on its way) may have
         # started the collector all the same: close it too, so what it wrote is booked.
-        alive = set(self.c.transport.worker_ids("collector"))
-        starting = [c for c in self.index if c not in self.state and c in alive]
+        alive = set(self.transport.worker_ids("collector"))
+        starting = [c for c in self._in(STARTING) if c in alive]
         for cid in self.running() + starting:
-            data = {"final_eval": final_eval and cid == self.evaluator}
-            futures[cid] = self.c.transport.send_task_async(
+            data = {"final_eval": final_eval and cid == self.state.evaluator}
+            futures[cid] = self.transport.send_task_async(
                 cid, "collector_close_task", data, timeout
             )
         pending = {**self._polls, **futures}
@@ -296,7 +307,7 @@ class CollectorPool:
                 try:
                     self.take_output(cid, future.result().result or {})
                 except ResultError as err:
-                    self.c.logger.error(f"close of {cid}: bad result: {err}")
+                    self.logger.error(f"close of {cid}: bad result: {err}")
         for _, _, future in self._syncs:
             _wait(future, deadline)
 

@@ -5,7 +5,7 @@ files they wrote and a periodic scan adopts the ones nobody reported; the coordi
 the learner a batch's worth per ``learner_learn_task`` and books the learner's verdict on
 every file in the ledger; each new policy version goes to every collector. No run waits for
 ever: a progress watchdog ends a run that cannot progress, naming what it waited for, and a
-lost or failed worker is handed to the supervisor (the launcher), which restarts it.
+lost or failed worker is handed to the restarter (the launcher), which restarts it.
 """
 
 from __future__ import annotations
@@ -18,17 +18,15 @@ from typing import Any
 
 from ding_lite.config.config import to_plain
 from ding_lite.coordinator import recovery
-from ding_lite.coordinator.checks import (
-    ResultError,
-    check_best,
-)
+from ding_lite.coordinator.checks import ResultError, check_best
 from ding_lite.coordinator.collectors import CollectorPool
-from ding_lite.coordinator.learner_side import LearnerSide
+from ding_lite.coordinator.learner_side import LearnerLink
 from ding_lite.coordinator.ledger import RolloutLedger
 from ding_lite.coordinator.recovery import RECOVERY_FILE, RecoveryError, RecoveryFile
-from ding_lite.coordinator.status import RunStatus
+from ding_lite.coordinator.state import CoordinatorState, RunFolders
+from ding_lite.coordinator.status import RunStatus, StopRequest
 from ding_lite.coordinator.watchdog import Watchdog
-from ding_lite.coordinator.workers import Supervisor, Transport
+from ding_lite.coordinator.workers import Restarter, Transport, where_registered
 from ding_lite.utils import stop
 from ding_lite.utils.log import get_logger
 
@@ -36,14 +34,18 @@ SCAN_INTERVAL_S = 1.0  # how often path_data is scanned for files nobody reporte
 ADOPT_AFTER_S = 2.0  # a file is adopted once it is this old and still unreported
 
 
-class Coordinator(LearnerSide):
+class Coordinator:
     """Drives one run of the parallel pipeline.
+
+    Its :class:`~.state.CoordinatorState` (``state``) is what a restarted coordinator takes
+    back; the collector pool and the learner link are handed it, with the transport, the
+    ledger and the restarter.
 
     Args:
         cfg: the resolved config (sent to every worker in its start task).
         transport: the task transport.
         on_status: called with the :class:`RunStatus` after every iteration.
-        supervisor: restarts lost or failed workers; None drops them.
+        restarter: restarts lost or failed workers; None drops them.
         recovery: where the state is kept for a restarted coordinator (None: nowhere).
         address: the master's ``host:port`` (saved with the state).
     """
@@ -53,48 +55,58 @@ class Coordinator(LearnerSide):
         cfg: Any,
         transport: Transport,
         on_status: Callable[[RunStatus], None] | None = None,
-        supervisor: Supervisor | None = None,
+        restarter: Restarter | None = None,
         recovery: RecoveryFile | None = None,
         address: str = "",
     ) -> None:
         self.cfg = cfg
         self.transport = transport
         self.on_status = on_status
-        self.supervisor = supervisor
-        self.status = RunStatus()
+        self.restarter = restarter
+        self.state = CoordinatorState(address=address)
         self.logger = get_logger("coordinator")
-        self.config = to_plain(cfg)
         run_dir = Path(cfg.exp_dir or cfg.exp_name)
-        self.path_data = Path(cfg.system.path_data or run_dir / "data")
-        self.path_policy = Path(cfg.system.path_policy or run_dir / "policy")
-        self.rollouts = RolloutLedger(self.path_data, on_reject=self._rejected_path)
-        self.collectors = CollectorPool(self)
+        self.folders = RunFolders(
+            Path(cfg.system.path_data or run_dir / "data"),
+            Path(cfg.system.path_policy or run_dir / "policy"),
+        )
+        self.rollouts = RolloutLedger(self.folders.path_data, on_reject=self._rejected_path)
         self.watchdog = Watchdog(cfg.system.stall_timeout)
-        self.learner: str | None = None
-        self._bad_learners: set[str] = set()  # "<id>@<address>" of learners that failed
-        self._learner_failures = 0
-        self._policy: tuple[str, int, float] = ("", 0, 0.0)
-        self._envstep_base = 0
-        self._stop_requested: str | None = None
+        self.stop_request = StopRequest()
+        shared = {
+            "state": self.state,
+            "transport": transport,
+            "ledger": self.rollouts,
+            "cfg": cfg,
+            "config": to_plain(cfg),
+            "logger": self.logger,
+            "restarter": restarter,
+            "save": self.save,
+            "stop_run": self.stop_run,
+        }
+        self.collectors = CollectorPool(**shared)
+        self.learner_link = LearnerLink(
+            **shared,
+            collectors=self.collectors,
+            path_policy=self.folders.path_policy,
+            watchdog=self.watchdog,
+            stop=self.stop_request,
+        )
         self._no_collectors_since: float | None = None
         self._next_scan = 0.0
-        self.batch_size = 1
         #: Seconds each close task may take (shortened to 5 s on Ctrl-C).
         self.close_timeout = cfg.system.task_timeout
-        # What a restarted coordinator takes back (see :mod:`.recovery`).
-        self.recovery, self.address = recovery, address
-        self.phase = "running"  # then "closing", "closed" (result due), "finished"
-        self.started_at = time.time()  # the run's start (a restarted coordinator's too)
-        self.cpu_before = 0.0  # CPU seconds of the run's earlier coordinator processes
-        self.inflight: dict[str, Any] | None = None  # the learn task on its way, if any
+        self.recovery = recovery  # what a restarted coordinator takes back (:mod:`.recovery`)
         self.restored = False
-        #: The address each started worker served at: the same id at another address is a
-        #: new process (it restarted, or took over the id of one that died), not started.
-        self.addresses: dict[str, str] = {}
         self._paused_seen = 0.0
         self._save_failed = False
 
-    def restore(self, state: dict[str, Any]) -> None:
+    @property
+    def status(self) -> RunStatus:
+        """The run's figures (the state's)."""
+        return self.state.status
+
+    def restore(self, saved: dict[str, Any]) -> None:
         """Takes the run back from a previous coordinator's saved state (see
         :mod:`.recovery`); counts a coordinator restart.
 
@@ -102,17 +114,20 @@ class Coordinator(LearnerSide):
             RecoveryError: the state is damaged (nothing was changed).
         """
         try:
-            recovery.restore(self, state)
+            back = recovery.read(saved, type(self.state), self.folders)
+            self.rollouts.restore(back.ledger)  # checks every path; raises ValueError
         except (TypeError, ValueError) as err:
             raise RecoveryError(f"{RECOVERY_FILE}: {err}") from None
+        self.transport.restore_workers(back.workers)
+        self.state.take(back.state)
         self.restored = True
         self.status.coordinator_restarts += 1
         self.watchdog.restart_clock()
         waiting = self.rollouts.live()
         self.logger.warning(
-            f"took the run back at policy v{self._policy[1]}, iteration "
+            f"took the run back at policy v{self.state.policy.version}, iteration "
             f"{self.status.train_iter} (coordinator restart {self.status.coordinator_restarts}"
-            f"); learner {self.learner}, {len(self.collectors.running())} collector(s) "
+            f"); learner {self.state.learner}, {len(self.collectors.running())} collector(s) "
             f"expected back; {waiting['waiting']} rollout(s) waiting, "
             f"{waiting['in_learner']} in the learner"
         )
@@ -122,27 +137,33 @@ class Coordinator(LearnerSide):
         never ends the run)."""
         if self.recovery is None:
             return
+        saved = recovery.snapshot(self.state, self.transport.workers(), self.rollouts.state())
         try:
-            self.recovery.save(recovery.snapshot(self), kind)
+            self.recovery.save(saved, kind)
         except OSError as err:
             if not self._save_failed:
                 self.logger.warning(f"cannot save the coordinator's state ({err}); going on")
             self._save_failed = True
 
+    def finish(self) -> None:
+        """Marks the run finished (its result is written) and saves that."""
+        self.state.phase = "finished"
+        self.save("finished")
+
     def request_stop(self, reason: str) -> None:
         """Ends the run after the current step (one assignment: safe from other threads)."""
-        self._stop_requested = reason
+        self.stop_request.request(reason)
 
     def run(self, wait_workers: float = 120.0) -> RunStatus:
         """Runs until solved, a limit, a stop request or a failure it cannot recover from."""
-        self.join_timeout = wait_workers
+        self.learner_link.join_timeout = wait_workers
         try:
-            if self.phase != "running":
+            if self.state.phase != "running":
                 pass  # taken back while closing: close
-            elif self.restored and self.learner is not None:
-                self.collectors.sync(self._policy)  # a sync may have been lost on the way
+            elif self.restored and self.state.learner is not None:
+                self.collectors.sync(self.state.policy)  # a sync may have been lost on the way
                 self._loop()
-            elif self._connect_learner(resume=self.restored):
+            elif self.learner_link.connect(resume=self.restored):
                 self._loop()
         except KeyboardInterrupt:
             self.stop_run(stop.INTERRUPTED)
@@ -154,15 +175,15 @@ class Coordinator(LearnerSide):
 
     def _loop(self) -> None:
         while not self._should_stop():
-            self.collectors.start_new(self._policy)
+            self.collectors.start_new(self.state.policy)
             self.collectors.poll()
             self._scan()
             if self.status.solved:
                 self.stop_run(stop.SOLVED)
                 break
-            ready = self.rollouts.samples >= self._demand() or self.inflight is not None
-            if ready and self.learner is not None:
-                self._learn()
+            ready = self.rollouts.samples >= self.learner_link.demand()
+            if (ready or self.state.inflight is not None) and self.state.learner is not None:
+                self.learner_link.learn()
                 if self.on_status is not None:
                     self.on_status(self.status)
             else:
@@ -179,18 +200,19 @@ class Coordinator(LearnerSide):
                 self.logger.error(f"stopping ({reason}): {detail}")
 
     def _should_stop(self) -> bool:
-        if self.supervisor is not None:
-            self.supervisor.poll()
+        if self.restarter is not None:
+            self.restarter.poll()
         learners = self.transport.worker_ids("learner")  # notices a pause of this process
         self._forgive_pause()
-        if self._stop_requested:
-            self.stop_run(self._stop_requested)
-        elif self.learner is not None and self.learner not in learners:
-            self._recover_learner("lost: no heartbeat, or its process ended")
-        elif self.learner is not None and self.is_new_process(
-            self.learner, self.where("learner").get(self.learner)
+        learner = self.state.learner
+        if self.stop_request.reason:
+            self.stop_run(self.stop_request.reason)
+        elif learner is not None and learner not in learners:
+            self.learner_link.recover("lost: no heartbeat, or its process ended")
+        elif learner is not None and self.state.is_new_process(
+            learner, where_registered(self.transport, "learner").get(learner)
         ):
-            self._recover_learner("was replaced by a new process with its id", blame=False)
+            self.learner_link.recover("was replaced by a new process with its id", blame=False)
         elif self._no_collectors_for() > 2 * self.cfg.system.heartbeat_tolerance:
             self.stop_run(stop.NO_COLLECTORS, "no collector is left and none is coming back")
         elif self.watchdog.stalled():
@@ -200,15 +222,6 @@ class Coordinator(LearnerSide):
                 f"{self.watchdog.limit:.0f} s); waiting on {self.waiting_on()}",
             )
         return self.status.stop_reason is not None or self.status.done
-
-    def where(self, role: str) -> dict[str, str]:
-        """Worker id -> address of the registered workers of ``role``."""
-        return {w.worker_id: w.address for w in self.transport.workers(role)}
-
-    def is_new_process(self, worker_id: str, address: str | None) -> bool:
-        """Whether a started worker now registered at ``address`` is another process."""
-        started = self.addresses.get(worker_id)
-        return started is not None and address is not None and address != started
 
     def _forgive_pause(self) -> None:
         """After a pause of this process (the master noticed it), the watchdogs start
@@ -220,7 +233,7 @@ class Coordinator(LearnerSide):
             self._no_collectors_since = None
 
     def _no_collectors_for(self) -> float:
-        pending = self.supervisor.pending("collector") if self.supervisor else 0
+        pending = self.restarter.pending("collector") if self.restarter else 0
         if self.collectors.running() or pending or self.collectors.any_unstarted():
             self._no_collectors_since = None
             return 0.0
@@ -230,28 +243,15 @@ class Coordinator(LearnerSide):
 
     def waiting_on(self) -> str:
         """What the run waits for right now (the watchdog names it when the run stalls)."""
-        if self.learner is None:
+        if self.state.learner is None:
             return "a learner to register"
-        if self.rollouts.samples < self._demand():
+        demand = self.learner_link.demand()
+        if self.rollouts.samples < demand:
             who = ", ".join(self.collectors.running()) or "no running collector"
-            return f"rollouts from {who} ({self.rollouts.samples}/{self._demand()} samples)"
-        return f"learner {self.learner}"
+            return f"rollouts from {who} ({self.rollouts.samples}/{demand} samples)"
+        return f"learner {self.state.learner}"
 
-    # --- collectors' side ----------------------------------------------------------------
-    def worker_failed(self, worker_id: str, role: str, reason: str) -> None:
-        """A collector is lost or failed: the supervisor replaces it (under a fresh id)."""
-        if self.supervisor is not None:
-            self.supervisor.worker_failed(worker_id, role, reason)
-            self.status.restarts = self.supervisor.restarts
-
-    def retire(self, worker_id: str, role: str) -> None:
-        """Drops a worker for good and closes it, so its process exits instead of idling."""
-        if self.supervisor is not None:
-            self.supervisor.retire(worker_id)
-        self.transport.send_task_async(
-            worker_id, f"{role}_close_task", {"final_eval": False}, self.close_timeout
-        )
-
+    # --- rollouts ----------------------------------------------------------------------
     def _rejected_path(self, path: str, why: str) -> None:
         self.logger.warning(f"refused the rollout {path!r}: {why}")
 
@@ -262,43 +262,46 @@ class Coordinator(LearnerSide):
             if adopted:
                 self.logger.info(f"adopted {adopted} rollout file(s) nobody reported")
             self.rollouts.drop_missing()
-        self.status.envstep = self._envstep_base + sum(self.collectors.envsteps.values())
+        self.status.envstep = self.state.envstep_base + self.collectors.envsteps()
 
     # --- the end -------------------------------------------------------------------------
     def _close(self) -> None:
-        if self.phase == "closed":  # taken back after the close: only the result is left
+        state = self.state
+        if state.phase == "closed":  # taken back after the close: only the result is left
             return
-        if self.phase != "closing":  # (a coordinator taken back while closing goes on)
-            self.phase = "closing"
+        if state.phase != "closing":  # (a coordinator taken back while closing goes on)
+            state.phase = "closing"
             self.save("close")
-        closing = getattr(self.supervisor, "closing", None)
+        closing = getattr(self.restarter, "closing", None)
         if closing is not None:  # workers that exit from now on are done, not failed
             closing()
         final_eval = not self.status.solved
         self.collectors.close(self.close_timeout, final_eval)
         self.rollouts.adopt()
-        self.status.envstep = self._envstep_base + sum(self.collectors.envsteps.values())
+        self.status.envstep = self.state.envstep_base + self.collectors.envsteps()
         leftovers = self.rollouts.take_all()
         # Saved as handed before the learner deletes them: a coordinator taken back after
         # that books the missing ones as dropped at the run's end, as this one would.
         self.save("discard")
         closed = None
-        if self.learner is not None and self.learner in self.transport.worker_ids("learner"):
-            data = {"discard": leftovers, **self._best_news()}
+        if state.learner is not None and state.learner in self.transport.worker_ids("learner"):
+            data = {"discard": leftovers, **self.learner_link.best_news()}
             closed = self.transport.send_task(
-                self.learner, "learner_close_task", data, self.close_timeout
+                state.learner, "learner_close_task", data, self.close_timeout
             )
         if closed is not None and closed.success:
             self.rollouts.settle({"dropped_run_end": (closed.result or {}).get("dropped_run_end")})
             with contextlib.suppress(ResultError):
-                self._best_told(data, {"best_checkpoint": check_best(closed.result or {})})
+                self.learner_link.best_told(
+                    data, {"best_checkpoint": check_best(closed.result or {})}
+                )
         self.rollouts.discard_rest()
         self.status.ledger = self.rollouts.ledger()
         self.status.dropped = self.rollouts.dropped
-        self.status.restarts = self.supervisor.restarts if self.supervisor else 0
+        self.status.restarts = self.restarter.restarts if self.restarter else 0
         if self.status.stop_reason is None:
             self.stop_run(stop.MAX_TRAIN_ITER if self.status.done else stop.INTERRUPTED)
         ledger = self.status.ledger
         self.logger.info("ledger: " + ", ".join(f"{k}={v}" for k, v in ledger.items()))
-        self.phase = "closed"
+        state.phase = "closed"
         self.save("closed")

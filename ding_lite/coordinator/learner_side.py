@@ -1,7 +1,8 @@
 """The coordinator's side of the learner: starting it, feeding it batches, booking its
 answers, restarting it when it is lost.
 
-A mixin of :class:`~ding_lite.coordinator.Coordinator`, which owns the state it uses.
+:class:`LearnerLink` is handed the coordinator's state and collaborators explicitly; what
+it changes (the learner, the policy, the batch on its way) is the state's, saved with it.
 """
 
 from __future__ import annotations
@@ -17,41 +18,76 @@ from ding_lite.coordinator.checks import (
     check_learner_start,
     check_learner_state,
 )
+from ding_lite.coordinator.collectors import CollectorPool
+from ding_lite.coordinator.part import CoordinatorPart
+from ding_lite.coordinator.state import Policy
+from ding_lite.coordinator.status import StopRequest
+from ding_lite.coordinator.watchdog import Watchdog
+from ding_lite.coordinator.workers import where_registered
 from ding_lite.utils import stop
+from ding_lite.utils.paths import CKPT_GLOB
+
+LOAD_HOOK = "load_ckpt_before_run"  # the hook a resumed learner must not load beside its own
 
 MAX_LEARNER_FAILURES = 3  # consecutive failed learner tasks before it is restarted
 
 
-class LearnerSide:
-    """The learner's part of the coordinator's protocol (see the module's description)."""
+class LearnerLink(CoordinatorPart):
+    """The learner's part of the coordinator's protocol (see the module's description).
 
-    def _connect_learner(self, resume: bool) -> bool:
+    Args:
+        collectors: the collector pool (new policies go to it; polled while waiting).
+        path_policy: the folder the learner publishes policies in.
+        watchdog: told when the run progresses.
+        stop: the stop an operator requested, if any.
+        **parts: a :class:`~.part.CoordinatorPart`'s arguments (the state, the transport,
+            the ledger, ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        collectors: CollectorPool,
+        path_policy: Path,
+        watchdog: Watchdog,
+        stop: StopRequest,
+        **parts: Any,
+    ) -> None:
+        super().__init__(**parts)
+        self.collectors, self.path_policy = collectors, path_policy
+        self.watchdog, self.stop = watchdog, stop
+        self.join_timeout = self.cfg.system.join_timeout  # the coordinator's run() sets its own
+        self._failures = 0  # consecutive failed learner tasks
+
+    def connect(self, resume: bool) -> bool:
         """Starts a registered learner (trying each in turn) within the join timeout."""
         deadline = time.monotonic() + self.join_timeout
-        while time.monotonic() < deadline and not self._stop_requested:
-            where = self.where("learner")
+        while time.monotonic() < deadline and not self.stop.reason:
+            where = where_registered(self.transport, "learner")
             for lid in self.transport.worker_ids("learner"):
-                failed = f"{lid}@{where.get(lid)}" in self._bad_learners
-                if not failed and self._start_learner(lid, resume):
+                failed = f"{lid}@{where.get(lid)}" in self.state.bad_learners
+                if not failed and self._start(lid, resume):
                     return True
-                if self.status.stop_reason is not None:
+                if self.state.status.stop_reason is not None:
                     return False
-            if self.supervisor is not None:
-                self.supervisor.poll()  # a replacement may be due
+            if self.restarter is not None:
+                self.restarter.poll()  # a replacement may be due
             self.collectors.poll()
             time.sleep(0.05)
-        if self._stop_requested:
-            self.stop_run(self._stop_requested)
+        if self.stop.reason:
+            self.stop_run(self.stop.reason)
         else:
             self.stop_run(stop.LEARNER_FAILED, f"no learner started within {self.join_timeout:g} s")
         return False
 
-    def _start_learner(self, lid: str, resume: bool) -> bool:
-        config = self.config
+    def _start(self, lid: str, resume: bool) -> bool:
+        config, state, status = self.config, self.state, self.state.status
         ckpt = Path(self.cfg.exp_dir or self.cfg.exp_name) / "ckpt"
-        if resume and any(ckpt.glob("ckpt_iter*.pt")):
-            hook = {**config["learner"]["hook"], "load_ckpt_before_run": str(ckpt)}
-            config = {**config, "learner": {**config["learner"], "hook": hook}}
+        if resume and any(ckpt.glob(CKPT_GLOB)):
+            # The run's own checkpoint replaces whatever the config's first start loaded.
+            hook = {k: v for k, v in config["learner"]["hook"].items() if k != LOAD_HOOK}
+            learner = {**config["learner"], "hook": hook, "load_path": str(ckpt)}
+            config = {**config, "learner": learner}
         outcome = self.transport.send_task(
             lid, "learner_start_task", {"config": config}, self.cfg.system.task_timeout
         )
@@ -60,113 +96,117 @@ class LearnerSide:
                 raise ResultError(outcome.error)
             start = check_learner_start(outcome.result or {}, self.path_policy)
         except ResultError as err:
-            self.status.failed_tasks += 1
-            self._bad_learners.add(f"{lid}@{self.where('learner').get(lid)}")
+            status.failed_tasks += 1
+            state.bad_learners.add(f"{lid}@{where_registered(self.transport, 'learner').get(lid)}")
             self.logger.error(f"learner {lid} failed to start: {err}")
             if str(err).startswith("ConfigError"):
                 self.stop_run(stop.LEARNER_FAILED, f"the learner cannot start: {err}")
-            elif self.supervisor is not None:  # one of ours: replace it (others just wait)
-                self.supervisor.worker_failed(lid, "learner", f"failed to start: {err}")
-                self.status.restarts = self.supervisor.restarts
+            elif self.restarter is not None:  # one of ours: replace it (others just wait)
+                self.restarter.worker_failed(lid, "learner", f"failed to start: {err}")
+                status.restarts = self.restarter.restarts
             return False
-        self.learner, self._learner_failures, self.status.learner_ranks = lid, 0, start["ranks"]
-        if (address := self.where("learner").get(lid)) is not None:
-            self.addresses[lid] = address
-        self.batch_size = start["batch_size"]
-        self._policy = (start["policy_path"], start["policy_version"], start["published_at"])
-        self.status.policy_version = self.status.train_iter = start["policy_version"]
+        state.learner, self._failures, status.learner_ranks = lid, 0, start["ranks"]
+        if (address := where_registered(self.transport, "learner").get(lid)) is not None:
+            state.addresses[lid] = address
+        state.batch_size = start["batch_size"]
+        state.policy = Policy(start["policy_path"], start["policy_version"], start["published_at"])
+        status.policy_version = status.train_iter = start["policy_version"]
         if not resume:
-            self._envstep_base = self.status.envstep = start["envstep"]
+            state.envstep_base = status.envstep = start["envstep"]
         else:
             self.logger.info(f"learner {lid} resumed at policy v{start['policy_version']}")
-            self.collectors.sync(self._policy, rollback=True)
+            self.collectors.sync(state.policy, rollback=True)
         loaded = start["checkpoint"] or "~"  # "~" sorts after every checkpoint name
-        if skipped := sorted(p.name for p in ckpt.glob("ckpt_iter*.pt") if p.name > loaded):
+        if skipped := sorted(p.name for p in ckpt.glob(CKPT_GLOB) if p.name > loaded):
             self.logger.warning(f"learner resumed from {loaded}; unreadable: {', '.join(skipped)}")
         self.watchdog.restart_clock()
         self.save("start")
         return True
 
-    def _recover_learner(self, reason: str, blame: bool = True) -> None:
+    def recover(self, reason: str, blame: bool = True) -> None:
         """The learner is gone or broken: restart it from its checkpoint, or end the run.
 
         ``blame``: its id is not tried again (False: a new process holds the id now)."""
-        lost, self.learner = self.learner, None
-        self.rollouts.give_back()
-        self.inflight = None
+        state = self.state
+        lost, state.learner = state.learner, None
+        self.ledger.give_back()
+        state.inflight = None
         self.logger.error(f"learner {lost} {reason}")
-        address = self.addresses.pop(lost or "", None)
+        address = state.addresses.pop(lost or "", None)
         if lost is not None and blame:  # that process is not tried again (its id may be)
-            self._bad_learners.add(f"{lost}@{address or self.where('learner').get(lost)}")
-        if self.supervisor is not None and not self.supervisor.worker_failed(
+            where = address or where_registered(self.transport, "learner").get(lost)
+            state.bad_learners.add(f"{lost}@{where}")
+        if self.restarter is not None and not self.restarter.worker_failed(
             lost or "", "learner", reason
         ):
             self.stop_run(stop.LEARNER_FAILED, f"learner {lost} {reason}; no restart left")
             return
-        if self._connect_learner(resume=True):
-            self.status.restarts = self.supervisor.restarts if self.supervisor else 0
+        if self.connect(resume=True):
+            state.status.restarts = self.restarter.restarts if self.restarter else 0
 
-    def _learner_task_failed(self, name: str, error: str) -> None:
-        self.status.failed_tasks += 1
-        self.logger.error(f"task {name} on {self.learner} failed: {error}")
-        if self.learner not in self.transport.worker_ids("learner"):
+    def _task_failed(self, name: str, error: str) -> None:
+        self.state.status.failed_tasks += 1
+        self.logger.error(f"task {name} on {self.state.learner} failed: {error}")
+        if self.state.learner not in self.transport.worker_ids("learner"):
             return  # lost: the next check restarts it
-        self._learner_failures += 1
-        if self._learner_failures >= MAX_LEARNER_FAILURES:
-            self._recover_learner(f"failed {MAX_LEARNER_FAILURES} tasks in a row ({error})")
+        self._failures += 1
+        if self._failures >= MAX_LEARNER_FAILURES:
+            self.recover(f"failed {MAX_LEARNER_FAILURES} tasks in a row ({error})")
 
-    def _learner_state(self, reason: str | None, error: str) -> bool:
+    def _go_on(self, reason: str | None, error: str) -> bool:
         """Acts on a stop reason the learner reported; returns whether it can go on."""
         if reason is None:
             return True
         if reason in (stop.DIVERGED, stop.DISK_FULL):
             self.stop_run(reason, error or reason)
         else:
-            self._recover_learner(f"reports its training failed: {error}")
+            self.recover(f"reports its training failed: {error}")
         return False
 
-    def _demand(self) -> int:
+    def demand(self) -> int:
         """Samples per iteration: one rollout per running collector (the full batch while
         all configured collectors run), so losing a collector never stalls the run."""
         live = len(self.collectors.running()) or 1
-        per_collector = self.batch_size // self.cfg.system.collectors
-        return min(self.batch_size, per_collector * live)
+        batch_size = self.state.batch_size
+        return min(batch_size, batch_size // self.cfg.system.collectors * live)
 
     def _agents(self) -> int:
         """Policy rows per env step (samples per env step: the env's agents per copy)."""
         cfg = self.cfg
         env_steps = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
-        return max(1, self.batch_size // env_steps)
+        return max(1, self.state.batch_size // env_steps)
 
-    def _learn(self) -> None:
-        learner, system = self.learner, self.cfg.system
+    def learn(self) -> None:
+        """One iteration: asks the learner's demand, hands it a batch, books its answer."""
+        state, status, system = self.state, self.state.status, self.cfg.system
+        learner = state.learner
         demand = self.transport.send_task(learner, "learner_get_data_task", {}, system.http_timeout)
         if not demand.success:
-            return self._learner_task_failed("learner_get_data_task", demand.error)
+            return self._task_failed("learner_get_data_task", demand.error)
         try:
-            if not self._learner_state(*check_learner_state(demand.result or {})):
+            if not self._go_on(*check_learner_state(demand.result or {})):
                 return None
-            self.batch_size = int(demand.result["batch_size"])
+            state.batch_size = int(demand.result["batch_size"])
         except (ResultError, KeyError, TypeError, ValueError) as err:
-            return self._learner_task_failed("learner_get_data_task", f"bad result: {err}")
-        data = self.inflight or self._next_batch()
+            return self._task_failed("learner_get_data_task", f"bad result: {err}")
+        data = state.inflight or self._next_batch()
         outcome = self.transport.send_task(learner, "learner_learn_task", data, system.task_timeout)
         try:
             if not outcome.success:
                 raise ResultError(outcome.error)
             info = check_learn_info(outcome.result or {}, self.path_policy)
         except ResultError as err:
-            self.rollouts.give_back()
-            self.inflight = None
+            self.ledger.give_back()
+            state.inflight = None
             self.save("settle")
-            return self._learner_task_failed("learner_learn_task", str(err))
-        self.rollouts.settle(info["outcome"])
-        self.inflight = None
-        self.status.dropped = self.rollouts.dropped
-        self.status.dropped_env_steps = self.rollouts.dropped_samples // self._agents()
-        self._best_told(data, info)
-        self._learner_failures = 0
-        if not self._learner_state(info["stop_reason"], info["error"]):
+            return self._task_failed("learner_learn_task", str(err))
+        self.ledger.settle(info["outcome"])
+        state.inflight = None
+        status.dropped = self.ledger.dropped
+        status.dropped_env_steps = self.ledger.dropped_samples // self._agents()
+        self.best_told(data, info)
+        self._failures = 0
+        if not self._go_on(info["stop_reason"], info["error"]):
             return None
         self._learned(info, time.perf_counter() - outcome.elapsed_s, outcome.elapsed_s)
         self.save("settle")
@@ -175,15 +215,16 @@ class LearnerSide:
     def _next_batch(self) -> dict[str, Any]:
         """The next learn task's data: files handed over from the ledger, saved as on their
         way (a restarted coordinator sends it again under the same batch id) before it goes."""
-        min_version = self.status.policy_version - self.cfg.system.max_policy_lag
-        files = self.rollouts.take(self._demand(), min_version)
-        data = {"files": files, "envstep": self.status.envstep, **self._best_news()}
-        self.inflight = {**data, "batch": secrets.token_hex(8)}
+        status = self.state.status
+        min_version = status.policy_version - self.cfg.system.max_policy_lag
+        files = self.ledger.take(self.demand(), min_version)
+        data = {"files": files, "envstep": status.envstep, **self.best_news()}
+        self.state.inflight = inflight = {**data, "batch": secrets.token_hex(8)}
         self.save("take")
-        return self.inflight
+        return inflight
 
     def _learned(self, info: dict[str, Any], sent: float, seconds: float) -> None:
-        status = self.status
+        status = self.state.status
         status.learn_latency_s.append(seconds)
         if status.first_learn_at is None:
             status.first_learn_at, status.first_learn_envstep = time.perf_counter(), status.envstep
@@ -198,21 +239,23 @@ class LearnerSide:
         if info["trained"]:
             self.watchdog.progressed()
             status.trained(info)
-            self._policy = info["policy"]
-            status.policy_version = self._policy[1]
-            self.collectors.sync(self._policy)
+            self.state.policy = Policy(*info["policy"])
+            status.policy_version = self.state.policy.version
+            self.collectors.sync(self.state.policy)
         elif self.cfg.system.sync_collect:  # nothing trained: no new version to wait for
-            self.collectors.sync(self._policy, rollback=True)
+            self.collectors.sync(self.state.policy, rollback=True)
 
-    def _best_news(self) -> dict[str, Any]:
+    def best_news(self) -> dict[str, Any]:
         """``{"best": ...}`` while the learner has not been told the best evaluation."""
-        best = self.status.best_eval
-        if best is None or self.status.best_sent == best["policy_version"]:
+        best = self.state.status.best_eval
+        if best is None or self.state.status.best_sent == best["policy_version"]:
             return {}
         return {"best": best}
 
-    def _best_told(self, data: dict[str, Any], info: dict[str, Any]) -> None:
+    def best_told(self, data: dict[str, Any], info: dict[str, Any]) -> None:
+        """Books that the learner was told the best evaluation (``data``) and what its
+        ``ckpt/best.pt`` holds now (``info``)."""
         if "best" in data:
-            self.status.best_sent = data["best"]["policy_version"]
+            self.state.status.best_sent = data["best"]["policy_version"]
         if info["best_checkpoint"] is not None:
-            self.status.best_checkpoint = info["best_checkpoint"]
+            self.state.status.best_checkpoint = info["best_checkpoint"]

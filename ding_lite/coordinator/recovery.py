@@ -3,7 +3,7 @@
 The coordinator keeps ``<exp_dir>/coordinator_state.json`` current as the run changes (a
 learner or collector started, a batch handed to the learner, its verdict booked, an
 evaluation, and at most once a second otherwise), written atomically and fsynced. A new
-coordinator started on the run dir (the supervisor restarting a dead one, or
+coordinator started on the run dir (``ding-lite parallel`` restarting a dead one, or
 ``ding-lite coordinator --resume``) rebuilds itself from it and from the data folder:
 
 - the workers the master knew (a worker that outlived the old coordinator is taken back
@@ -15,9 +15,12 @@ coordinator started on the run dir (the supervisor restarting a dead one, or
   it already answers as before instead of training twice;
 - the run's figures (env steps, iterations, evaluations, the best checkpoint, restarts).
 
-status.json is for people; this file is for the coordinator. Nothing in it is trusted: a
-path must lie inside the run's folders and name a rollout or policy file, ids must be
-worker ids, numbers must be numbers, else the file is refused as damaged.
+status.json is for people; this file is for the coordinator. It holds the coordinator's
+record (:class:`~ding_lite.coordinator.state.CoordinatorState`, field by field, which
+checks its own values) beside the file's own keys: ``format``, ``saved_at``, ``workers``
+and ``ledger``. Nothing in it is trusted: a path must lie inside the run's folders and
+name a rollout or policy file, ids must be worker ids, numbers must be numbers, else the
+file is refused as damaged; so is a file of another ``format``.
 """
 
 from __future__ import annotations
@@ -27,15 +30,14 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from ding_lite.coordinator.status import RunStatus
 from ding_lite.utils import failpoint
 from ding_lite.utils.file_io import atomic_write_text
-from ding_lite.utils.paths import is_inside, is_worker_id
+from ding_lite.utils.paths import is_worker_id
 
 RECOVERY_FILE = "coordinator_state.json"
-FORMAT = 1
+FORMAT = 2  # 2: the coordinator's record field by field (collectors one record each)
 PERIODIC_SAVE_S = 1.0  # a change nothing else saves is saved within this many seconds
 KEPT_VALUES = 1000  # the latest entries of the status's lists that are saved
 ROLES = ("learner", "collector")
@@ -101,129 +103,65 @@ class RecoveryFile:
             pass
 
 
-# --- the state of a coordinator ------------------------------------------------------------
-def snapshot(c: Any) -> dict[str, Any]:
-    """The state of coordinator ``c`` (a :class:`~ding_lite.coordinator.Coordinator`)."""
-    pool = c.collectors
+# --- the file's content ------------------------------------------------------------------
+class Saved(NamedTuple):
+    """What a saved file holds, checked: the coordinator's record, the workers the master
+    knew and the ledger's state (checked again by the ledger when it takes it back)."""
+
+    state: Any  # a CoordinatorState
+    workers: list[tuple[str, str, str]]
+    ledger: dict[str, Any]
+
+
+def snapshot(state: Any, workers: list[Any], ledger: dict[str, Any]) -> dict[str, Any]:
+    """The file's content: ``state`` (a :class:`~.state.CoordinatorState`) with its clocks
+    made the wall clock's, the master's ``workers`` and the ledger's state."""
+    status = dataclasses.replace(state.status)
+    for f in dataclasses.fields(status):
+        if isinstance(value := getattr(status, f.name), list):
+            setattr(status, f.name, value[-KEPT_VALUES:])
+    # perf_counter() is this process's own clock: saved as the wall-clock time it was.
+    if status.first_learn_at is not None:
+        status.first_learn_at = time.time() - (time.perf_counter() - status.first_learn_at)
+    cpu_s = state.cpu_s + time.process_time()
+    saved = dataclasses.replace(state, status=status, cpu_s=cpu_s).to_json()
     return {
+        **saved,
         "format": FORMAT,
-        "phase": c.phase,
-        "address": c.address,
         "saved_at": time.time(),
-        "started_at": c.started_at,
-        "cpu_s": c.cpu_before + time.process_time(),
-        "workers": [[w.worker_id, w.role, w.address] for w in c.transport.workers()],
-        "learner": c.learner,
-        "addresses": dict(c.addresses),
-        "bad_learners": sorted(c._bad_learners),
-        "policy": list(c._policy),
-        "batch_size": c.batch_size,
-        "envstep_base": c._envstep_base,
-        "inflight": c.inflight,
-        "collectors": {
-            "state": dict(pool.state),
-            "index": dict(pool.index),
-            "envsteps": dict(pool.envsteps),
-            "versions": dict(pool.versions),
-            "evaluator": pool.evaluator,
-        },
-        "ledger": c.rollouts.state(),
-        "status": _status_state(c.status),
+        "workers": [[w.worker_id, w.role, w.address] for w in workers],
+        "ledger": ledger,
     }
 
 
-def _status_state(status: RunStatus) -> dict[str, Any]:
-    state = dataclasses.asdict(status)
-    for key, value in state.items():
-        if isinstance(value, list):
-            state[key] = value[-KEPT_VALUES:]
-    # perf_counter() is this process's own clock: saved as the wall-clock time it was.
-    if status.first_learn_at is not None:
-        state["first_learn_at"] = time.time() - (time.perf_counter() - status.first_learn_at)
-    return state
-
-
-def restore(c: Any, state: dict[str, Any]) -> None:
-    """Puts coordinator ``c`` back in the saved ``state`` (checked first: nothing changes
-    when it raises).
+def read(saved: dict[str, Any], record: Any, folders: Any) -> Saved:
+    """The content of a file :func:`snapshot` wrote, every value checked, the clocks this
+    process's (``record``: the :class:`~.state.CoordinatorState` class to read).
 
     Raises:
         RecoveryError: a field is missing, of the wrong type, or a path lies outside the
             run's folders.
     """
-    check = _Checker()
-    workers = [check.worker(w) for w in check.get(state, "workers", list)]
-    learner = check.get(state, "learner", (str, type(None)))
-    if learner is not None and not is_worker_id(learner):
-        raise RecoveryError(f"learner {learner!r:.60} is not a worker id")
-    policy = check.get(state, "policy", list)
-    if len(policy) != 3 or not isinstance(policy[0], str) or not _count(policy[1]):
-        raise RecoveryError("policy must be [path, version, published_at]")
-    if policy[0] and not is_inside(policy[0], c.path_policy):
-        raise RecoveryError(f"policy path {policy[0]!r:.100} is not inside path_policy")
-    pool = check.get(state, "collectors", dict)
-    ledger = check.get(state, "ledger", dict)
-    status = _restored_status(check.get(state, "status", dict))
-    inflight = check.get(state, "inflight", (dict, type(None)))
-    phase = check.get(state, "phase", str)
-    saved = check.get(state, "addresses", dict).items()
-    addresses = {k: v for k, v in saved if is_worker_id(k) and isinstance(v, str)}
-    c.rollouts.restore(ledger)  # checks every path; raises ValueError
-    c.transport.restore_workers(workers)
-    c.phase = phase
-    c.started_at = float(check.get(state, "started_at", (int, float)))
-    c.cpu_before = float(check.get(state, "cpu_s", (int, float)))
-    c.learner = learner
-    c.addresses = addresses
-    c._bad_learners = set(check.get(state, "bad_learners", list))
-    c._policy = (policy[0], int(policy[1]), float(policy[2]))
-    c.batch_size = int(check.get(state, "batch_size", int))
-    c._envstep_base = int(check.get(state, "envstep_base", int))
-    c.inflight = inflight
-    c.collectors.restore(pool)
-    c.status = status
+    state = record.from_json(saved, folders)
+    if state.status.first_learn_at is not None:  # back on this process's perf_counter()
+        first = time.perf_counter() - (time.time() - state.status.first_learn_at)
+        state.status.first_learn_at = first
+    workers = saved.get("workers")
+    if not isinstance(workers, list):
+        raise RecoveryError("field 'workers' must be a list of [id, role, address]")
+    ledger = saved.get("ledger")
+    if not isinstance(ledger, dict):
+        raise RecoveryError("field 'ledger' must be an object")
+    return Saved(state, [_worker(w) for w in workers], ledger)
 
 
-def _restored_status(saved: dict[str, Any]) -> RunStatus:
-    names = {f.name for f in dataclasses.fields(RunStatus)}
-    values = {k: v for k, v in saved.items() if k in names}
-    try:
-        status = RunStatus(**values)
-    except TypeError as err:
-        raise RecoveryError(f"status: {err}") from None
-    if status.first_learn_at is not None:  # back on this process's perf_counter() clock
-        status.first_learn_at = time.perf_counter() - (time.time() - status.first_learn_at)
-    return status
-
-
-def _is_str(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-class _Checker:
-    """Reads fields of an untrusted state, raising RecoveryError naming the field."""
-
-    def get(self, state: dict[str, Any], key: str, types: Any) -> Any:
-        if key not in state:
-            raise RecoveryError(f"missing field {key!r}")
-        value = state[key]
-        if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else ()):
-            raise RecoveryError(f"field {key!r} must not be a bool")
-        if not isinstance(value, types):
-            raise RecoveryError(f"field {key!r} has the wrong type {type(value).__name__}")
-        return value
-
-    def worker(self, item: Any) -> tuple[str, str, str]:
-        if not (isinstance(item, list) and len(item) == 3 and all(map(_is_str, item))):
-            raise RecoveryError(f"a worker must be [id, role, address], got {item!r:.80}")
-        worker_id, role, address = item
-        if not is_worker_id(worker_id) or role not in ROLES or not _ADDRESS_RE.fullmatch(address):
-            raise RecoveryError(f"not a worker: {item!r:.80}")
-        return worker_id, role, address
+def _worker(item: Any) -> tuple[str, str, str]:
+    if not (isinstance(item, list) and len(item) == 3 and all(isinstance(v, str) for v in item)):
+        raise RecoveryError(f"a worker must be [id, role, address], got {item!r:.80}")
+    worker_id, role, address = item
+    if not is_worker_id(worker_id) or role not in ROLES or not _ADDRESS_RE.fullmatch(address):
+        raise RecoveryError(f"not a worker: {item!r:.80}")
+    return worker_id, role, address
 
 
 def address_of(state: dict[str, Any] | None) -> str | None:
@@ -232,4 +170,13 @@ def address_of(state: dict[str, Any] | None) -> str | None:
     return address if isinstance(address, str) and _ADDRESS_RE.fullmatch(address) else None
 
 
-__all__ = ["RECOVERY_FILE", "RecoveryError", "RecoveryFile", "address_of", "restore", "snapshot"]
+__all__ = [
+    "FORMAT",
+    "RECOVERY_FILE",
+    "RecoveryError",
+    "RecoveryFile",
+    "Saved",
+    "address_of",
+    "read",
+    "snapshot",
+]

@@ -64,3 +64,15 @@ class RunStatus:
     def policy_lag_mean(self) -> float:
         """The mean over this run's iterations of each one's mean policy lag."""
         return self.lag_sum / self.iterations if self.iterations else 0.0
+
+
+class StopRequest:
+    """A stop asked for from outside the coordinator's loop (an operator, a lost link):
+    one assignment, so it is safe to set from another thread."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def request(self, reason: str) -> None:
+        """Ends the run after the current step with ``reason``."""
+        self.reason = reason

@@ -1,5 +1,6 @@
 """What the coordinator needs from the parts around it: the task transport and the
-supervisor that restarts workers."""
+restarter that restarts workers (the launcher; not to be confused with
+:class:`~ding_lite.entry.launch.supervisor.RunSupervisor`, which restarts the coordinator)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ class Transport(Protocol):
         """Knows again the ``(worker_id, role, address)`` of a previous coordinator."""
 
 
-class Supervisor(Protocol):
+class Restarter(Protocol):
     """Restarts workers (the launcher); the per-role coordinator runs without one."""
 
     restarts: int
@@ -43,3 +44,8 @@ class Supervisor(Protocol):
     def retire(self, worker_id: str) -> None:
         """The worker was dropped for good (a restart would fail the same way): its exit is
         no failure to replace."""
+
+
+def where_registered(transport: Transport, role: str) -> dict[str, str]:
+    """Worker id -> address of the registered workers of ``role``."""
+    return {w.worker_id: w.address for w in transport.workers(role)}

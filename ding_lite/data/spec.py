@@ -16,14 +16,13 @@ from typing import Any
 import torch
 
 from ding_lite.utils.errors import DingLiteError
+from ding_lite.utils.rollout_fields import EPISODE_INDEX_KEYS
 
 #: The tensors ``SerialCollector.collect()`` always returns, in that order.
 ROLLOUT_KEYS = ("obs", "action", "logp", "value", "reward", "next_value", "terminated", "done")
 
-#: Int64 fields an episode-level estimator adds (episode number, reset group, the collector's
-#: stream, the step number): an advantage step builds keys from them, so a file's values
-#: must be small and non-negative, and its stream one number.
-INDEX_KEYS = ("episode", "group", "stream", "step")
+#: The largest value a file's episode index field (``EPISODE_INDEX_KEYS``) may hold: the
+#: advantage step builds keys from them, so they must be small and non-negative.
 MAX_INDEX = 2**31 - 1
 
 
@@ -105,7 +104,7 @@ def rollout_spec(
     if next_obs:
         fields["next_obs"] = fields["obs"]
     if episodes:
-        fields.update(dict.fromkeys(INDEX_KEYS, FieldSpec((), torch.int64)))
+        fields.update(dict.fromkeys(EPISODE_INDEX_KEYS, FieldSpec((), torch.int64)))
     segment_fields = {}
     if state_size:
         fields["episode_start"] = flag
@@ -217,7 +216,7 @@ def _problem(data: Any, spec: RolloutSpec, expected_size: int) -> str | None:
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             return f"'{key}' holds non-finite values"
         if (
-            key in INDEX_KEYS
+            key in EPISODE_INDEX_KEYS
             and value.numel()
             and not 0 <= int(value.min()) <= int(value.max()) <= MAX_INDEX
         ):

@@ -20,9 +20,9 @@ from ding_lite.envs.aircombat import AirCombatEnv
 from ding_lite.envs.base import TensorVectorEnv
 from ding_lite.envs.cartpole import CartPoleEnv
 from ding_lite.envs.gym_adapter import VECTOR_MODES, GymVectorEnv
-from ding_lite.envs.meet import TwoAgentMeetEnv
 from ding_lite.envs.pendulum import PendulumEnv
 from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
+from ding_lite.envs.two_agent_meet import TwoAgentMeetEnv
 from ding_lite.utils.registry import Registry, RegistryError
 
 __all__ = [

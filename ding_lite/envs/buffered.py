@@ -190,7 +190,7 @@ def build_collector_env(
             f"env.num_envs={num_envs} is not a multiple of collector.async_factor={k}"
         )
     per = num_envs // k
-    group_size = cfg.env.get("reset_group_size", 1)
+    group_size = cfg.env.reset_group_size
     if per % group_size:
         raise ConfigError(
             f"env.num_envs / collector.async_factor = {per} is not a multiple of "

@@ -41,12 +41,12 @@ def build_env(
     kwargs = dict(cfg.env.kwargs)
     if "reset_group_size" in kwargs:  # the collector reads the env section's key
         raise ConfigError("env.kwargs.reset_group_size: set env.reset_group_size instead")
-    group_size = 1 if evaluation else cfg.env.get("reset_group_size", 1)
+    group_size = 1 if evaluation else cfg.env.reset_group_size
     if group_size > 1:
         kwargs["reset_group_size"] = group_size
     if evaluation:
-        kwargs.update(cfg.get("evaluator", {}).get("env_kwargs", {}))
-        render = render or cfg.get("evaluator", {}).get("video_freq", 0) > 0
+        kwargs.update(cfg.evaluator.env_kwargs)
+        render = render or cfg.evaluator.video_freq > 0
     if render and cfg.env.name.startswith("gym:"):
         kwargs.setdefault("render_mode", "rgb_array")
     if isinstance(kwargs.get("dtype"), str):
@@ -61,7 +61,7 @@ def build_env(
             num_envs,
             device=device,
             seed=seed,
-            vector_mode=cfg.env.get("vector_mode", "sync"),
+            vector_mode=cfg.env.vector_mode,
             **kwargs,
         )
     except (KeyError, ValueError, TypeError, ImportError) as err:

@@ -48,7 +48,7 @@ from ding_lite.interaction.protocol import (
     check_id,
     check_worker_id,
 )
-from ding_lite.interaction.registry import WorkerRegistry
+from ding_lite.interaction.roster import Roster
 from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError, Service
 from ding_lite.utils.clock import wait_running
 from ding_lite.utils.errors import ConfigError
@@ -108,8 +108,8 @@ class Master(Service):
         def make_client(address: str) -> HttpClient:
             return HttpClient(address, token, timeout=client_timeout, retries=client_retries)
 
-        self._registry = WorkerRegistry(heartbeat_tolerance, make_client)
-        self._registry.on_pause = self._forgave_pause
+        self._roster = Roster(heartbeat_tolerance, make_client)
+        self._roster.on_pause = self._forgave_pause
         self.app = make_app("master", token, max_body_bytes)
         self._server = HttpServer(self.app, host, port, name="master")
         self._events: queue.Queue[tuple[WorkerCallback, WorkerInfo] | None] = queue.Queue()
@@ -157,7 +157,7 @@ class Master(Service):
         deadline = time.monotonic() + timeout
         self._stopping.set()
         self._server.stop(timeout / 2)
-        self._registry.close("master stopped")
+        self._roster.close("master stopped")
         self._events.put(None)
         with self._task_threads_lock:
             task_threads = list(self._task_threads)
@@ -170,24 +170,24 @@ class Master(Service):
     # ------------------------------------------------------------------- queries
     def workers(self, role: str | None = None) -> list[WorkerInfo]:
         """Snapshots of the registered workers (of ``role`` if given), sorted by id."""
-        return self._registry.workers(role)
+        return self._roster.workers(role)
 
     def worker_ids(self, role: str | None = None) -> list[str]:
         """Ids of the registered workers (of ``role`` if given), sorted."""
-        return [info.worker_id for info in self._registry.workers(role)]
+        return [info.worker_id for info in self._roster.workers(role)]
 
     @property
     def paused_s(self) -> float:
         """Seconds this process was noticed not running (stopped, or starved): during
         those nobody's heartbeat could be answered, so nobody was declared lost for them."""
-        return self._registry.paused_s
+        return self._roster.paused_s
 
     def restore_workers(self, workers: list[tuple[str, str, str]]) -> None:
         """Knows again ``(worker_id, role, address)`` of the workers a previous master of
         the run had registered: their heartbeats are answered as before, and one that is
         not heard from within the heartbeat tolerance is declared lost. A new process
         registering one of these ids takes it over at once."""
-        self._registry.restore(workers)
+        self._roster.restore(workers)
 
     def _forgave_pause(self, seconds: float) -> None:
         logger.warning(
@@ -199,7 +199,7 @@ class Master(Service):
 
     def pending_tasks(self) -> dict[str, str]:
         """``task_id -> worker_id`` of the tasks sent and not yet resolved."""
-        return self._registry.pending()
+        return self._roster.pending()
 
     # --------------------------------------------------------------------- tasks
     def send_task(
@@ -224,20 +224,20 @@ class Master(Service):
             ValueError: ``data`` is not JSON-serializable (nothing was sent).
         """
         timeout = self.task_timeout if timeout is None else timeout
-        entry, client = self._registry.open_task(worker_id, name)
+        entry, client = self._roster.open_task(worker_id, name)
         if client is not None:
             deadline = entry.started + timeout
             body = {"task_id": entry.task_id, "name": name, "data": data}
             try:
                 client.post(SLAVE_TASK, body, timeout=cap_timeout(self._client_timeout, timeout))
             except ValueError:
-                self._registry.forget(entry)
+                self._roster.forget(entry)
                 raise
             except RemoteError as e:
-                self._registry.complete(entry, False, {}, f"could not deliver task: {e}")
+                self._roster.complete(entry, False, {}, f"could not deliver task: {e}")
             # Running time: a pause of this process (SIGSTOP) does not use up the timeout.
             wait_running(entry.done, max(0.0, deadline - time.monotonic()))
-            self._registry.complete(entry, False, {}, f"timed out after {timeout:g} s")
+            self._roster.complete(entry, False, {}, f"timed out after {timeout:g} s")
         # Whoever took the entry out of the pending map resolves it, maybe a moment after
         # (a worker declared lost in another thread): wait for that, bounded.
         if not entry.done.wait(_RESOLVE_WAIT_S):
@@ -279,7 +279,7 @@ class Master(Service):
     def _monitor(self) -> None:
         interval = min(0.5, max(0.01, self.heartbeat_tolerance / 4))
         while not self._stopping.wait(interval):
-            for info in self._registry.pop_lost("worker lost"):
+            for info in self._roster.pop_lost("worker lost"):
                 logger.warning(
                     "worker '%s' lost: no heartbeat for %.1f s",
                     info.worker_id,
@@ -317,7 +317,7 @@ class Master(Service):
         except ConfigError as e:
             raise ApiError(Code.BAD_REQUEST, f"field 'address': {e}") from None
         try:
-            info, replaced = self._registry.register(worker_id, role, address)
+            info, replaced = self._roster.register(worker_id, role, address)
         except ApiError as e:
             if e.code == Code.CONFLICT:
                 logger.warning("refused registration of '%s' from %s: %s", worker_id, address, e)
@@ -338,18 +338,18 @@ class Master(Service):
 
     def _handle_heartbeat(self, body: dict[str, Any]) -> dict[str, Any]:
         check_worker_id("worker_id", body["worker_id"])
-        return {"address": self._registry.heartbeat(body["worker_id"])}
+        return {"address": self._roster.heartbeat(body["worker_id"])}
 
     def _handle_task_result(self, body: dict[str, Any]) -> dict[str, Any]:
         check_worker_id("worker_id", body["worker_id"])
         check_id("task_id", body["task_id"])
-        self._registry.submit_result(
+        self._roster.submit_result(
             body["task_id"], body["worker_id"], body["success"], body["result"], body["error"]
         )
         return {}
 
     def _handle_deregister(self, body: dict[str, Any]) -> dict[str, Any]:
         check_worker_id("worker_id", body["worker_id"])
-        self._registry.deregister(body["worker_id"], "worker deregistered")
+        self._roster.deregister(body["worker_id"], "worker deregistered")
         logger.info("worker '%s' deregistered", body["worker_id"])
         return {}

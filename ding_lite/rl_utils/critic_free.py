@@ -5,7 +5,7 @@ episodes themselves. They are *episode-level* (registered with ``episodic=True``
 input is whole episodes laid end to end in one stream of M steps, each step tagged with the
 key of its episode's group (episodes of one key started from the same state, see
 ``env.reset_group_size``), and they return one advantage and one return per step. The
-learner's advantage step (``ding_lite.policy.advantages``) holds back the steps of unfinished
+learner's advantage step (``ding_lite.policy.ppo.advantages``) holds back the steps of unfinished
 episodes and of groups still waiting for a member, so the estimators only ever see
 complete groups.
 

@@ -43,7 +43,8 @@ from .ppo import ppo_policy_loss
 
 @dataclass(frozen=True)
 class ClipRanges:
-    """The ratio clip settings a policy loss may read (``policy.learn``'s keys).
+    """The ratio clip settings a policy loss may read (``policy.learn``'s keys of the same
+    names; ``ding_lite.policy.ppo.PPOSettings.clip`` builds them from a config).
 
     Attributes:
         clip_ratio: PPO's epsilon: the ratio is clipped to ``[1 - eps, 1 + eps]``.
@@ -56,10 +57,10 @@ class ClipRanges:
     """
 
     clip_ratio: float
-    clip_ratio_low: float | None = None
-    clip_ratio_high: float | None = None
-    clip_ratio_c: float = 3.0
-    is_max: float = 1.0
+    clip_ratio_low: float | None
+    clip_ratio_high: float | None
+    clip_ratio_c: float
+    is_max: float
 
     @property
     def low(self) -> float:
@@ -68,17 +69,6 @@ class ClipRanges:
     @property
     def high(self) -> float:
         return self.clip_ratio if self.clip_ratio_high is None else float(self.clip_ratio_high)
-
-    @classmethod
-    def of(cls, learn: Any) -> ClipRanges:
-        """From a ``policy.learn`` config section."""
-        return cls(
-            clip_ratio=float(learn.clip_ratio),
-            clip_ratio_low=learn.get("clip_ratio_low"),
-            clip_ratio_high=learn.get("clip_ratio_high"),
-            clip_ratio_c=float(learn.get("clip_ratio_c", 3.0)),
-            is_max=float(learn.get("is_max", 1.0)),
-        )
 
 
 PolicyLossFn = Callable[[Tensor, Tensor, Tensor, ClipRanges], tuple[Tensor, dict[str, Tensor]]]

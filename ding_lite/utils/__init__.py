@@ -1,13 +1,20 @@
 """Helpers used by every layer: errors, registry, atomic file I/O, logging, timing, RNG.
 
+Helpers only: a feature lives in the room it serves (the video writer in
+``worker/collector``, the W&B mirror in ``entry/reporting``). Two vocabularies stay here
+because the coordinator, the workers and the entry points all speak them, and the
+coordinator and the workers may not import each other: the stop reasons and exit codes
+(:mod:`.stop`) and the names of rollout and checkpoint files (:mod:`.paths`).
+
 The names load on first use (PEP 562): importing ``ding_lite.utils.errors`` (as the command
 line does) must not import torch through the file helpers.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ding_lite.utils.lazy import lazy_exports
 
 _EXPORTS = {
     "CheckpointError": "ding_lite.utils.errors",
@@ -58,11 +65,4 @@ if TYPE_CHECKING:
     from ding_lite.utils.rng import get_rng_state, set_rng_state, set_seed
     from ding_lite.utils.timer import PhaseTimer
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ding_lite.utils' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

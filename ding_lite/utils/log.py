@@ -15,6 +15,7 @@ from typing import Any
 from ding_lite.utils.errors import DiskFullError, is_disk_full
 
 LOGGER_NAME = "ding_lite"
+CONSOLE_HANDLER = "ding_lite.console"  # the name of the stderr handler set up once
 
 
 def get_logger(name: str | None = None) -> logging.Logger:
@@ -60,11 +61,11 @@ class _FileHandler(logging.FileHandler):
 def setup_console_logging(level: int = logging.WARNING) -> None:
     """Shows ``ding_lite`` records at ``level`` and above on stderr, once."""
     logger = get_logger()
-    if not any(getattr(h, "_ding_console", False) for h in logger.handlers):
+    if not any(h.get_name() == CONSOLE_HANDLER for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
+        handler.set_name(CONSOLE_HANDLER)
         handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
         handler.setLevel(level)
-        handler._ding_console = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
 

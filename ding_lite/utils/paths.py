@@ -1,4 +1,5 @@
-"""Paths a task may name, and rollout file names: no torch, so the coordinator can use them.
+"""Paths a task may name, rollout and checkpoint file names: no torch, so the coordinator
+can use them.
 
 Every path that arrives in a task or a task result is checked with :func:`resolve_inside`
 before anything reads, moves or deletes it: symlinks and ``..`` are resolved first, so a path
@@ -21,6 +22,9 @@ from ding_lite.utils.errors import DingLiteError
 
 # A run's best policy so far (highest evaluation mean), beside the periodic checkpoints.
 BEST_CKPT = "best.pt"
+# A periodic checkpoint: ``ckpt_iter{iteration:08d}.pt`` (CKPT_GLOB also finds odd ones).
+CKPT_GLOB = "ckpt_iter*.pt"
+_CKPT_RE = re.compile(r"^ckpt_iter(\d+)\.pt$")
 
 # Canonical numbers only (no leading zeros but in the 8-digit seq), so one rollout has one
 # name and parse(format(x)) == x.
@@ -86,6 +90,17 @@ def is_worker_id(name: str) -> bool:
     """Whether ``name`` may name a worker and its data folder (``[A-Za-z0-9._-]{1,64}``,
     not ``.`` or ``..``)."""
     return isinstance(name, str) and bool(_WORKER_ID_RE.fullmatch(name)) and name not in {".", ".."}
+
+
+def ckpt_name(iteration: int) -> str:
+    """The file name of the periodic checkpoint of ``iteration``: ``ckpt_iter{N:08d}.pt``."""
+    return f"ckpt_iter{iteration:08d}.pt"
+
+
+def parse_ckpt_name(name: str) -> int | None:
+    """The iteration a periodic checkpoint's file name says (None for any other name)."""
+    m = _CKPT_RE.match(name)
+    return int(m.group(1)) if m else None
 
 
 def rollout_name(seq: int, policy_version: int, samples: int) -> str:

@@ -72,14 +72,14 @@ def _calls_of(module: str, function: str) -> set[str]:
 
 def test_one_module_writes_result_json() -> None:
     # Every writer needs the file's name; only the run lifecycle spells it (RESULT_FILE).
-    assert _modules_naming("result.json") == {"ding_lite/entry/lifecycle.py"}
+    assert _modules_naming("result.json") == {"ding_lite/entry/run/lifecycle.py"}
     writers = {
         path
         for path, tree in _trees().items()
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef) and node.name == "write_result"
     }
-    assert writers == {"ding_lite/entry/lifecycle.py"}
+    assert writers == {"ding_lite/entry/run/lifecycle.py"}
 
 
 def test_one_module_installs_signal_handlers() -> None:

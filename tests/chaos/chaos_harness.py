@@ -15,12 +15,12 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from helpers import port_is_free, processes_with, wait_for
 
 # Short tolerances so a fault is noticed within seconds (acceptance: 5-8 s pauses).
 FAST = [
@@ -36,46 +36,6 @@ NEVER_SOLVED = ["evaluator.stop_value=none", "max_env_step=100000000"]
 RUN_ITERS = 60
 LIMITED_RUN = ["--max-train-iter", str(RUN_ITERS), *NEVER_SOLVED]
 SENTINEL_TEXT = "a file beside the run dir: no run may touch it\n"
-
-
-def processes_with(text: str) -> list[int]:
-    """Pids (not this process) whose command line contains ``text`` (args joined by spaces,
-    with a trailing space)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if text in cmdline and state != "Z":  # a zombie is dead, only not reaped yet
-            found.append(int(entry.name))
-    return found
-
-
-def port_is_free(address: str) -> bool:
-    """Nothing listens at ``address`` (a server setting SO_REUSEADDR could bind it again;
-    connections in TIME_WAIT do not count)."""
-    host, port = address.rsplit(":", 1)
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, int(port)))
-            s.listen()
-        except OSError:
-            return False
-    return True
-
-
-def wait_for(predicate: Any, timeout: float, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
 
 
 def ledger_problems(result: dict[str, Any]) -> list[str]:
@@ -170,7 +130,7 @@ class ChaosRun:
                 found.append(m.group(1))
             return bool(m) or self.procs[name].poll() is not None
 
-        wait_for(printed, timeout, 0.05)
+        wait_for(printed, timeout, interval=0.05)
         assert found, f"{name} printed no address:\n{self.output(name)}"
         if found[0] not in self.addresses:
             self.addresses.append(found[0])
@@ -234,11 +194,11 @@ class ChaosRun:
 
     def teardown_problems(self) -> list[str]:
         problems = []
-        if not wait_for(lambda: not self.run_pids(), 12.0, 0.2):
+        if not wait_for(lambda: not self.run_pids(), 12.0, interval=0.2):
             problems.append(f"processes of the run still alive: {self._describe(self.run_pids())}")
         self.kill_all()
         for address in self.addresses:
-            if not wait_for(lambda a=address: port_is_free(a), 5.0, 0.2):
+            if not wait_for(lambda a=address: port_is_free(a), 5.0, interval=0.2):
                 problems.append(f"the coordinator port {address} is still listening")
         if (self.dir / "result.json").exists():
             try:

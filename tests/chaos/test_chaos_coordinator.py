@@ -15,16 +15,8 @@ import socket
 import time
 
 import pytest
-from chaos_harness import (
-    FAST,
-    LIMITED_RUN,
-    NEVER_SOLVED,
-    RUN_ITERS,
-    assert_ledger_balanced,
-    processes_with,
-    send,
-    wait_for,
-)
+from chaos_harness import FAST, LIMITED_RUN, NEVER_SOLVED, RUN_ITERS, assert_ledger_balanced, send
+from helpers import processes_with, wait_for
 
 EXP = ["-c", "cartpole_ppo_parallel"]
 PER_ROLE_RUN = ["--max-train-iter", "24", *NEVER_SOLVED]

@@ -10,7 +10,8 @@ import subprocess
 import time
 
 import pytest
-from chaos_harness import FAST, NEVER_SOLVED, assert_ledger_balanced, stderr_lines, wait_for
+from chaos_harness import FAST, NEVER_SOLVED, assert_ledger_balanced, stderr_lines
+from helpers import wait_for
 
 EXP = ["-c", "cartpole_ppo_parallel"]
 

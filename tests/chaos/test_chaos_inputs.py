@@ -14,14 +14,8 @@ import threading
 import urllib.request
 
 import pytest
-from chaos_harness import (
-    FAST,
-    LIMITED_RUN,
-    RUN_ITERS,
-    assert_ledger_balanced,
-    stderr_lines,
-    wait_for,
-)
+from chaos_harness import FAST, LIMITED_RUN, RUN_ITERS, assert_ledger_balanced, stderr_lines
+from helpers import wait_for
 
 EXP = ["-c", "cartpole_ppo_parallel"]
 TOKEN = "chaos-known-token-5f0c9a7e"

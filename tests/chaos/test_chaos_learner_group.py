@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from chaos_harness import FAST, assert_ledger_balanced, port_is_free, send, wait_for
+from chaos_harness import FAST, assert_ledger_balanced, send
+from helpers import port_is_free, wait_for
 
 from ding_lite.utils.distributed import free_port
 

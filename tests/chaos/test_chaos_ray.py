@@ -13,7 +13,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from chaos_harness import FAST, assert_ledger_balanced, send, wait_for
+from chaos_harness import FAST, assert_ledger_balanced, send
+from helpers import wait_for
 
 pytest.importorskip("ray")
 

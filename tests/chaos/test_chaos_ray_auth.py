@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from chaos_harness import FAST, NEVER_SOLVED, send, wait_for
+from chaos_harness import FAST, NEVER_SOLVED, send
+from helpers import wait_for
 from test_chaos_ray import EXP, ray_baseline, ray_processes  # noqa: F401 (fixture by name)
 
 pytest.importorskip("ray")

@@ -14,10 +14,9 @@ from chaos_harness import (
     NEVER_SOLVED,
     RUN_ITERS,
     assert_ledger_balanced,
-    processes_with,
     stderr_lines,
-    wait_for,
 )
+from helpers import processes_with, wait_for
 
 EXP = ["-c", "cartpole_ppo_parallel"]
 CKPT_EVERY_2 = "learner.hook.save_ckpt_after_iter=2"

@@ -11,7 +11,8 @@ import signal
 import time
 
 import pytest
-from chaos_harness import FAST, LIMITED_RUN, RUN_ITERS, assert_ledger_balanced, send, wait_for
+from chaos_harness import FAST, LIMITED_RUN, RUN_ITERS, assert_ledger_balanced, send
+from helpers import wait_for
 
 EXP = ["-c", "cartpole_ppo_parallel"]
 

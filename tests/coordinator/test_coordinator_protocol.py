@@ -1,88 +1,22 @@
 """The task protocol end to end, in one process: handlers are called directly."""
 
 import time
-from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from helpers import tiny_cfg
+from scripted import ScriptedTransport, make_workers
 
-from ding_lite.config import compile_config
 from ding_lite.coordinator import Coordinator
 from ding_lite.coordinator.collectors import MAX_DATA_FAILURES
 from ding_lite.data import policy_versions
-from ding_lite.worker.collector.comm import FlaskFileSystemCollector
 from ding_lite.worker.learner.comm import FlaskFileSystemLearner
-
-
-@dataclass
-class Outcome:
-    success: bool
-    result: dict | None
-    error: str | None
-    elapsed_s: float = 0.0
-
-
-class LocalTransport:
-    """Calls worker handlers in-process; ``lost`` workers vanish from the registry."""
-
-    def __init__(self, workers):
-        self.table = workers  # id -> (role, worker)
-        self.lost = set()
-        self.calls = []
-
-    def worker_ids(self, role):
-        return [w for w, (r, _) in self.table.items() if r == role and w not in self.lost]
-
-    def workers(self, role=None):
-        """In-process workers have no address: one per id, never changing."""
-        return [
-            SimpleNamespace(worker_id=w, role=r, address=f"127.0.0.1:{10000 + i}")
-            for i, (w, (r, _)) in enumerate(self.table.items())
-            if role in (None, r) and w not in self.lost
-        ]
-
-    def send_task(self, worker_id, name, data, timeout):
-        self.calls.append((worker_id, name))
-        try:
-            return Outcome(True, self.table[worker_id][1].handlers[name](data), None)
-        except Exception as err:  # the transport reports failures, like the HTTP one
-            return Outcome(False, None, f"{type(err).__name__}: {err}")
-
-    def send_task_async(self, worker_id, name, data, timeout):
-        future = Future()
-        future.set_result(self.send_task(worker_id, name, data, timeout))
-        return future
-
-
-def tiny_cfg(tmp_path, **over):
-    overrides = [
-        "env.num_envs=4",
-        "policy.collect.n_steps=16",
-        "policy.learn.batch_size=32",
-        "policy.learn.n_epochs=1",
-        "evaluator.n_episodes=2",
-        "evaluator.eval_freq=2",
-        "evaluator.stop_value=none",
-        "evaluator.min_train_return=none",
-        *[f"{k}={v}" for k, v in over.items()],
-    ]
-    return compile_config("cartpole_ppo", overrides, exp_dir=str(tmp_path), max_train_iter=6)
-
-
-def make_workers(n_collectors=2):
-    workers = {"learner0": ("learner", FlaskFileSystemLearner(worker_id="learner0"))}
-    for i in range(n_collectors):
-        cid = f"collector{i}"
-        workers[cid] = ("collector", FlaskFileSystemCollector(worker_id=cid))
-    return workers
 
 
 @pytest.mark.timeout(120)
 def test_protocol_runs_to_the_iteration_limit_and_cleans_up(tmp_path):
     workers = make_workers(2)
-    transport = LocalTransport(workers)
+    transport = ScriptedTransport.of_workers(tmp_path, workers)
     statuses = []
     status = Coordinator(tiny_cfg(tmp_path), transport, on_status=statuses.append).run(10)
     assert status.train_iter == 6 and status.done and status.stop_reason == "max_train_iter"
@@ -92,7 +26,7 @@ def test_protocol_runs_to_the_iteration_limit_and_cleans_up(tmp_path):
     assert sorted(policy_versions(tmp_path / "policy")) == [4, 5, 6]  # keep_policies=3
     assert not list((tmp_path / "data").rglob("*.pt"))  # every rollout file consumed/deleted
     assert (tmp_path / "ckpt").is_dir()  # the learner saved its checkpoint at the end
-    names = [n for _, n in transport.calls]
+    names = transport.names()
     assert names[0] == "learner_start_task" and names.count("learner_learn_task") == 6
     assert names.count("collector_policy_sync_task") == 12  # 6 versions x 2 collectors
     assert names[-1] == "learner_close_task"
@@ -103,19 +37,19 @@ def test_protocol_runs_to_the_iteration_limit_and_cleans_up(tmp_path):
 @pytest.mark.timeout(120)
 def test_a_lost_collector_is_dropped_and_the_run_goes_on(tmp_path):
     workers = make_workers(2)
-    transport = LocalTransport(workers)
+    transport = ScriptedTransport.of_workers(tmp_path, workers)
 
     mark = {}
 
     def lose_one(status):
         if status.train_iter == 2:
-            transport.lost.add("collector1")
+            transport.lose("collector1")
             workers["collector1"][1].close()
             mark["calls"] = len(transport.calls)
 
     status = Coordinator(tiny_cfg(tmp_path), transport, on_status=lose_one).run(10)
     assert status.train_iter == 6 and status.collectors_alive == 1
-    assert all(worker != "collector1" for worker, _ in transport.calls[mark["calls"] :])
+    assert all(call.worker != "collector1" for call in transport.calls[mark["calls"] :])
     for _, worker in workers.values():
         worker.close()
 
@@ -133,18 +67,8 @@ def test_a_failing_task_is_reported_and_the_run_carries_on(tmp_path):
             raise OSError("disk hiccup")
         return real(data)
 
-    transport = LocalTransport(workers)
-    original = transport.send_task
-
-    def send(worker_id, name, data, timeout):
-        if name == "collector_data_task":
-            try:
-                return Outcome(True, flaky(data), None)
-            except Exception as err:
-                return Outcome(False, None, f"{type(err).__name__}: {err}")
-        return original(worker_id, name, data, timeout)
-
-    transport.send_task = send
+    collector.data_task = flaky
+    transport = ScriptedTransport.of_workers(tmp_path, workers)
     start = time.monotonic()
     status = Coordinator(tiny_cfg(tmp_path), transport).run(10)
     assert status.failed_tasks == 1 and status.train_iter == 6
@@ -156,8 +80,8 @@ def test_a_failing_task_is_reported_and_the_run_carries_on(tmp_path):
 @pytest.mark.timeout(60)
 def test_stale_rollouts_are_dropped_and_counted(tmp_path):
     workers = make_workers(1)
-    transport = LocalTransport(workers)
-    cfg = tiny_cfg(tmp_path, **{"system.max_policy_lag": 0})
+    transport = ScriptedTransport.of_workers(tmp_path, workers)
+    cfg = tiny_cfg(tmp_path, "system.max_policy_lag=0")
     status = Coordinator(cfg, transport).run(10)
     # with lag 0 only rollouts of the current version are trained on; older ones are dropped
     assert status.train_iter == 6 and status.dropped >= 1
@@ -181,10 +105,10 @@ def test_a_collector_that_keeps_failing_is_dropped(tmp_path):
         return real(data)
 
     broken.data_task = crashes_after_two
-    transport = LocalTransport(workers)
+    transport = ScriptedTransport.of_workers(tmp_path, workers)
     status = Coordinator(tiny_cfg(tmp_path), transport).run(10)
     assert status.train_iter == 6 and status.failed_tasks >= 3
-    data_calls = [w for w, n in transport.calls if n == "collector_data_task"]
+    data_calls = [w for w, _ in transport.sent("collector_data_task")]
     # dropped after MAX_DATA_FAILURES failures in a row (nobody restarts it here)
     assert data_calls.count("collector1") == 2 + MAX_DATA_FAILURES
     for _, worker in workers.values():
@@ -195,7 +119,6 @@ def test_learner_skips_an_unreadable_rollout_file(tmp_path):
     import torch
 
     from ding_lite.data import write_rollout
-    from ding_lite.worker.learner.comm import FlaskFileSystemLearner
 
     learner = FlaskFileSystemLearner(worker_id="learner0")
     cfg = tiny_cfg(tmp_path)
@@ -222,10 +145,10 @@ def test_learner_skips_an_unreadable_rollout_file(tmp_path):
 
 
 def test_the_solving_evaluation_stays_the_runs_figure(tmp_path):
-    cfg = tiny_cfg(tmp_path, **{"evaluator.stop_value": 475})
-    coordinator = Coordinator(cfg, LocalTransport({}))
+    cfg = tiny_cfg(tmp_path, "evaluator.stop_value=475")
+    coordinator = Coordinator(cfg, ScriptedTransport.of_workers(tmp_path, {}))
     coordinator.status.policy_version = 8
-    coordinator.collectors.evaluator = "collector0"
+    coordinator.state.evaluator = "collector0"
 
     def report(version, ret, solved):
         evals = [dict(policy_version=version, return_mean=ret, n_episodes=2, solved=solved)]
@@ -241,10 +164,10 @@ def test_the_solving_evaluation_stays_the_runs_figure(tmp_path):
 def test_a_forged_evaluation_cannot_solve_the_run(tmp_path):
     from ding_lite.coordinator.checks import ResultError
 
-    cfg = tiny_cfg(tmp_path, **{"evaluator.stop_value": 475})
-    coordinator = Coordinator(cfg, LocalTransport({}))
+    cfg = tiny_cfg(tmp_path, "evaluator.stop_value=475")
+    coordinator = Coordinator(cfg, ScriptedTransport.of_workers(tmp_path, {}))
     coordinator.status.policy_version = 3
-    coordinator.collectors.evaluator = "collector0"
+    coordinator.state.evaluator = "collector0"
     take = coordinator.collectors.take_output
     with pytest.raises(ResultError):  # only the evaluating collector reports evaluations
         take("collector1", {"evals": [dict(policy_version=2, return_mean=500.0, n_episodes=2)]})
@@ -266,7 +189,7 @@ def test_a_forged_evaluation_cannot_solve_the_run(tmp_path):
 
 def test_reported_paths_outside_path_data_are_refused(tmp_path):
     cfg = tiny_cfg(tmp_path)
-    coordinator = Coordinator(cfg, LocalTransport({}))
+    coordinator = Coordinator(cfg, ScriptedTransport.of_workers(tmp_path, {}))
     outside = tmp_path / "config.json"
     outside.write_text("{}")
     paths = [str(outside), str(tmp_path / "data" / ".." / "x_v0_n1.pt"), 17, "/etc/passwd"]
@@ -314,7 +237,7 @@ def test_a_collector_whose_start_was_interrupted_is_closed_and_its_files_booked(
     left in path_data (seen with the Ray launcher, whose collectors register late)."""
     workers = make_workers(2)
 
-    class Interrupting(LocalTransport):
+    class Interrupting(ScriptedTransport):
         def send_task(self, worker_id, name, data, timeout):
             outcome = super().send_task(worker_id, name, data, timeout)
             if (worker_id, name) == ("collector1", "collector_start_task"):
@@ -325,11 +248,11 @@ def test_a_collector_whose_start_was_interrupted_is_closed_and_its_files_booked(
                 raise KeyboardInterrupt
             return outcome
 
-    transport = Interrupting(workers)
+    transport = Interrupting.of_workers(tmp_path, workers)
     coordinator = Coordinator(tiny_cfg(tmp_path), transport)
     with pytest.raises(KeyboardInterrupt):
         coordinator.run(10)
-    assert ("collector1", "collector_close_task") in transport.calls
+    assert "collector_close_task" in transport.names("collector1")
     ledger = coordinator.status.ledger
     assert ledger["left_in_path_data"] == 0, ledger
     assert ledger["written"] == sum(
@@ -337,7 +260,7 @@ def test_a_collector_whose_start_was_interrupted_is_closed_and_its_files_booked(
     )
 
 
-class CorruptFirstLearnTask(LocalTransport):
+class CorruptFirstLearnTask(ScriptedTransport):
     """Overwrites the files of the first learn task with garbage before the learner reads
     them, so that iteration trains on nothing."""
 
@@ -356,8 +279,8 @@ def test_sync_collection_goes_on_after_an_iteration_that_trained_nothing(tmp_pat
     """A synchronous collector waits for a newer policy after each rollout; when the learner
     drops every file of an iteration (no new version comes), the coordinator lets it go on
     with the version it has instead of waiting for ever (the watchdog would end the run)."""
-    transport = CorruptFirstLearnTask(make_workers(1))
-    cfg = tiny_cfg(tmp_path, **{"system.sync_collect": "true", "system.collectors": 1})
+    transport = CorruptFirstLearnTask.of_workers(tmp_path, make_workers(1))
+    cfg = tiny_cfg(tmp_path, "system.sync_collect=true", "system.collectors=1")
     cfg.system.stall_timeout = 30.0
     status = Coordinator(cfg, transport).run(10)
     assert transport.corrupted

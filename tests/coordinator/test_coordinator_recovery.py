@@ -11,39 +11,44 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_coordinator_protocol import LocalTransport, make_workers, tiny_cfg
+from helpers import tiny_cfg
+from scripted import ScriptedTransport, make_workers
 
 from ding_lite.coordinator import Coordinator
-from ding_lite.coordinator.recovery import RECOVERY_FILE, RecoveryError, RecoveryFile
+from ding_lite.coordinator.recovery import FORMAT, RECOVERY_FILE, RecoveryError, RecoveryFile
+from ding_lite.utils.errors import ConfigError
+from ding_lite.utils.paths import ckpt_name
+from ding_lite.worker.learner.learner_hook import hooks_with_load_path
 
 
 class Killed(BaseException):
     """The first coordinator's end: nothing of its own clean-up runs."""
 
 
-class RestorableTransport(LocalTransport):
+class RestorableTransport(ScriptedTransport):
     def restore_workers(self, workers):
         self.restored = list(workers)
 
 
 def _first_run(tmp_path, kill_at_iteration: int, skip_last_save: bool):
     workers = make_workers(2)
-    transport = RestorableTransport(workers)
-    first = Coordinator(tiny_cfg(tmp_path), transport, recovery=RecoveryFile(tmp_path))
+    transport = RestorableTransport.of_workers(tmp_path, workers)
+    file = RecoveryFile(tmp_path)
+    first = Coordinator(tiny_cfg(tmp_path), transport, recovery=file)
 
     def die(status):
         if status.train_iter == kill_at_iteration:
             raise Killed
 
     if skip_last_save:  # killed before the save after the learner's answer landed
-        original = first.save
+        original = file.save
 
-        def save(kind):
-            if kind == "settle" and first.status.train_iter == kill_at_iteration:
+        def save(saved, kind):
+            if kind == "settle" and saved["status"]["train_iter"] == kill_at_iteration:
                 return
-            original(kind)
+            original(saved, kind)
 
-        first.save = save
+        file.save = save
     first.on_status = die
     first._close = lambda: None  # killed: no close
     with pytest.raises(Killed):
@@ -64,7 +69,7 @@ def test_a_second_coordinator_takes_the_run_back_and_finishes_it(tmp_path, skip_
     status = second.run(10)
     assert status.train_iter == 6 and status.stop_reason == "max_train_iter"
     assert status.coordinator_restarts == 1 and status.failed_tasks == 0
-    sent = [name for _, name in transport.calls[calls:]]
+    sent = [call.name for call in transport.calls[calls:]]
     # Taken back: no start task for anyone, the learner trained 6 iterations in all.
     assert "learner_start_task" not in sent and "collector_start_task" not in sent
     ledger = status.ledger
@@ -93,16 +98,17 @@ def test_a_second_coordinator_takes_the_run_back_and_finishes_it(tmp_path, skip_
 )
 def test_a_damaged_state_is_refused_and_changes_nothing(tmp_path, damage):
     cfg = tiny_cfg(tmp_path)
-    transport = RestorableTransport({})
+    transport = RestorableTransport(tmp_path, learners=())
     saved = Coordinator(cfg, transport, recovery=RecoveryFile(tmp_path))
     saved.save("start")
     state = json.loads((tmp_path / RECOVERY_FILE).read_text())
     damage(state)
     fresh = Coordinator(cfg, transport, recovery=RecoveryFile(tmp_path))
-    before = (fresh.learner, fresh.rollouts.state(), fresh.status)
-    with pytest.raises(RecoveryError):
+    before = (fresh.state.to_json(), fresh.rollouts.state(), fresh.status)
+    with pytest.raises(RecoveryError) as refused:
         fresh.restore(state)
-    assert (fresh.learner, fresh.rollouts.state(), fresh.status) == before
+    assert "\n" not in str(refused.value)  # one line
+    assert (fresh.state.to_json(), fresh.rollouts.state(), fresh.status) == before
     assert not fresh.restored and not hasattr(transport, "restored")
 
 
@@ -110,7 +116,30 @@ def test_a_file_that_is_not_a_state_is_refused(tmp_path):
     (tmp_path / RECOVERY_FILE).write_text("{not json")
     with pytest.raises(RecoveryError, match="not JSON"):
         RecoveryFile(tmp_path).load()
-    (tmp_path / RECOVERY_FILE).write_text('{"format": 99}')
-    with pytest.raises(RecoveryError, match="format"):
-        RecoveryFile(tmp_path).load()
+    for other in (99, FORMAT - 1):  # a file of another format (an older ding_lite's)
+        (tmp_path / RECOVERY_FILE).write_text(f'{{"format": {other}}}')
+        with pytest.raises(RecoveryError, match=f"not a coordinator state of format {FORMAT}$"):
+            RecoveryFile(tmp_path).load()
     assert RecoveryFile(tmp_path / "nowhere").load() is None
+
+
+@pytest.mark.parametrize("first_load", ["", "/elsewhere/warm_start.pt"])
+def test_a_resumed_learner_is_told_the_runs_checkpoint_in_load_path(tmp_path, first_load):
+    """The run's checkpoint replaces what the config's first start loaded (if anything),
+    and the learner's own merge of ``load_path`` into its hooks accepts it."""
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / ckpt_name(2)).write_bytes(b"")
+    cfg = tiny_cfg(tmp_path, f"learner.hook.load_ckpt_before_run={first_load}")
+    transport = ScriptedTransport(tmp_path, fail_start={"learner0": "ConfigError: enough"})
+    assert not Coordinator(cfg, transport).learner_link.connect(resume=True)
+    ((_, start),) = transport.sent("learner_start_task")
+    learner = start["config"]["learner"]
+    assert learner["load_path"] == str(tmp_path / "ckpt")
+    assert hooks_with_load_path(learner)["load_ckpt_before_run"] == str(tmp_path / "ckpt")
+
+
+def test_a_learner_given_two_checkpoints_refuses_unless_they_are_one():
+    same = {"load_path": "a.pt", "hook": {"load_ckpt_before_run": "a.pt"}}
+    assert hooks_with_load_path(same)["load_ckpt_before_run"] == "a.pt"
+    with pytest.raises(ConfigError, match="name different checkpoints"):
+        hooks_with_load_path({"load_path": "a.pt", "hook": {"load_ckpt_before_run": "b.pt"}})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from docs_helpers import extract_blocks
+from helpers import extract_blocks
 
 
 @pytest.fixture

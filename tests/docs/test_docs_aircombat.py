@@ -7,10 +7,10 @@ import re
 import shlex
 
 import pytest
-from docs_helpers import DOCS
+from helpers import DOCS
 
 from ding_lite.config import compile_config
-from ding_lite.entry.cli import build_parser
+from ding_lite.entry.cli.command import build_parser
 from ding_lite.entry.trained import ppo_agent  # noqa: F401  (the page lists "ppo" too)
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.agents import AGENT_REGISTRY

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from docs_helpers import DOCS
+from helpers import DOCS
 
 ROOT = DOCS.parent
 PAGE = (DOCS / "architecture.rst").read_text(encoding="utf-8")

@@ -16,7 +16,7 @@ from pathlib import Path
 import furo  # noqa: F401  (the theme docs/conf.py names)
 import pytest
 import sphinx  # noqa: F401
-from docs_helpers import DOCS
+from helpers import DOCS
 
 import ding_lite
 

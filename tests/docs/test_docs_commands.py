@@ -7,7 +7,7 @@ other docs pages one after the other in another (so ``ding-lite eval cartpole_pp
 run trained before it; a
 command already run in that folder is not run again). The two folders run side by side,
 one per core. Each command gets a small budget through documented options appended after
-it: the ``--max-env-steps`` flag and the dotted overrides of ``docs_helpers.TINY`` for
+it: the ``--max-env-steps`` flag and the dotted overrides of ``helpers.TINY`` for
 training runs, ``--episodes`` for ``eval``. The files a page tells the reader to write
 (``wide_cartpole.py``, ``acrobot.yaml``, ``my_envs.py``) are written from the page's own
 code blocks. A command that exits non-zero fails the test, with its output.
@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from docs_helpers import DOCS, TINY, extract_blocks
+from helpers import DOCS, TINY, extract_blocks
 
 ROOT = DOCS.parent
 PAGES = [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from docs_helpers import TINY
+from helpers import TINY
 
 from ding_lite import serial_pipeline
 from ding_lite.rl_utils import gae_with_returns, get_adv_estimator

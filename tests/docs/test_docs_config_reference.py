@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 import torch
-from docs_helpers import DOCS, extract_blocks, key_value_rows
+from helpers import DOCS, extract_blocks, key_value_rows
 
 from ding_lite.config import EXPERIMENTS, compile_config, load_experiment
 from ding_lite.config.defaults import DEFAULT_CONFIG, FREE_FORM_KEYS
-from ding_lite.entry.cli import SHORTHANDS
+from ding_lite.entry.cli.command import SHORTHANDS
 from ding_lite.envs.from_config import build_env
 from ding_lite.utils.errors import ConfigError
 

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from docs_helpers import DOCS, TINY
+from helpers import DOCS, TINY
 
 from ding_lite import serial_pipeline
 from ding_lite.config import compile_config

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from docs_helpers import TINY
+from helpers import TINY
 
 import ding_lite
-from ding_lite.entry.serial import serial_pipeline as real_serial_pipeline
+from ding_lite.entry.pipelines.serial import serial_pipeline as real_serial_pipeline
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.file_io import safe_torch_load
 from ding_lite.worker.learner import LEARNER_HOOK_REGISTRY, latest_checkpoint

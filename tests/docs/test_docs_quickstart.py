@@ -8,7 +8,7 @@ import re
 import sys
 
 import pytest
-from docs_helpers import DOCS, TINY
+from helpers import DOCS, TINY
 
 from ding_lite import serial_pipeline
 from ding_lite.config import compile_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from docs_helpers import DOCS
+from helpers import DOCS
 
 ROOT = DOCS.parent
 README = (ROOT / "README.rst").read_text(encoding="utf-8")

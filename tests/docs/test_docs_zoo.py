@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from docs_helpers import key_value_rows, marked_region
+from helpers import key_value_rows, marked_region
 
 from ding_lite.config import EXPERIMENTS
 from ding_lite.config.zoo import ZOO_BASE, zoo_changes, zoo_row

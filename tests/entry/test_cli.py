@@ -138,8 +138,8 @@ def test_parallel_and_coordinator_exit_with_the_code_of_their_stop_reason(
     monkeypatch, capsys, outcome, code
 ):
     """The pipelines are replaced by their outcome: this checks the command's mapping."""
-    import ding_lite.entry.parallel as parallel
-    from ding_lite.entry.cli import main
+    import ding_lite.entry.pipelines.parallel as parallel
+    from ding_lite.entry.cli.command import main
     from ding_lite.utils.stop import RunInterrupted
 
     def finish(*args, **kwargs):

@@ -6,7 +6,7 @@ import sys
 
 import ding_lite
 from ding_lite.config.config import EXPERIMENTS
-from ding_lite.entry.cli import build_parser
+from ding_lite.entry.cli.command import build_parser
 
 
 def run_cli(*args):
@@ -53,7 +53,7 @@ def test_every_flag_and_argument_has_help_text():
 def test_help_of_every_subcommand_does_not_import_torch():
     code = (
         "import sys\n"
-        "from ding_lite.entry.cli import main\n"
+        "from ding_lite.entry.cli.command import main\n"
         "for cmd in [[], *[[c] for c in sys.argv[1:]]]:\n"
         "    try:\n"
         "        main([*cmd, '--help'])\n"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ding_lite.entry.cli import main
+from ding_lite.entry.cli.command import main
 
 EVAL = ["--episodes", "2"]
 

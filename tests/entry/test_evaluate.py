@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from ding_lite.entry.cli import main
+from ding_lite.entry.cli.command import main
 from ding_lite.entry.trained.evaluate import evaluate_checkpoint
 from ding_lite.utils.stats import wilson_interval
 

@@ -5,22 +5,10 @@ from __future__ import annotations
 
 import time
 
+from helpers import FakeProc
+
 from ding_lite.config import compile_config
 from ding_lite.entry.launch import local as launcher
-
-
-class FakeProc:
-    def __init__(self, env):
-        self.env, self.returncode, self.killed = env, None, False
-
-    def poll(self):
-        return self.returncode
-
-    def kill(self):
-        self.killed, self.returncode = True, -9
-
-    def wait(self, timeout=None):
-        return self.returncode
 
 
 def test_a_dead_rank_restarts_the_whole_group_once(tmp_path, monkeypatch):

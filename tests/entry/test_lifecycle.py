@@ -9,8 +9,9 @@ import pytest
 
 from ding_lite import parallel_pipeline, serial_pipeline
 from ding_lite.coordinator import RunStatus
-from ding_lite.entry import coordinating, lifecycle, parallel, run_report, serial
-from ding_lite.entry.lifecycle import round_figure
+from ding_lite.entry.pipelines import coordinator_process, parallel, serial
+from ding_lite.entry.reporting import run_report
+from ding_lite.entry.run.result import round_figure, summary
 
 SMALL = ["env.num_envs=4", "policy.collect.n_steps=16", "evaluator.n_episodes=2"]
 # The first line of every summary, serial or parallel.
@@ -22,8 +23,8 @@ FIRST_LINE = re.compile(
 
 
 def test_one_summary_function_serves_both_pipelines():
-    assert serial.summary is parallel.summary is coordinating.summary is lifecycle.summary
-    assert run_report.summary is lifecycle.summary
+    assert serial.summary is parallel.summary is coordinator_process.summary is summary
+    assert run_report.summary is summary
 
 
 def _check_summary(out: str, run_dir) -> list[str]:
@@ -41,11 +42,11 @@ def test_serial_and_parallel_print_the_same_summary(tmp_path, capsys, monkeypatc
     assert len(lines) == 2 and " over 2 episodes, 64 env steps, 1 iterations" in lines[0]
     assert lines[0].startswith("not solved (max_train_iter): ")
 
-    def fake_run(cfg, outcome, say, interval, register):
+    def fake_run(cfg, run_dir, say, interval, register):
         status = RunStatus(envstep=512, train_iter=2, eval_return=21.5, stop_reason="stalled")
         status.stop_detail, status.ledger = "no iteration for 300 s", {"trained": 8}
         result = run_report.run_result(cfg, status, 1.0)
-        outcome["run_dir"].write_result(result)
+        run_dir.write_result(result)
         return result, False
 
     monkeypatch.setattr(parallel, "_run", fake_run)
@@ -97,7 +98,7 @@ def test_result_json_figures_are_rounded_in_one_place(tmp_path):
 
 
 def test_progress_prints_a_first_line_at_once_and_sps_of_this_run_only(capsys):
-    from ding_lite.entry.progress import Progress
+    from ding_lite.entry.reporting.progress import Progress
 
     bar = Progress(1000, enabled=True, interval=60.0, start=500)  # a run resumed at 500
     bar.update(600, 3, 1.0, None)

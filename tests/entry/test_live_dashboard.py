@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_parallel import FAST, port_is_free, processes_with, wait_for
+from helpers import port_is_free, processes_with, wait_for
+from test_parallel import FAST
 
 from ding_lite.utils.log import read_tb_scalars
 

@@ -4,22 +4,14 @@
 import numpy as np
 import pytest
 import torch
+from helpers import tiny
 
 from ding_lite import load_policy, serial_pipeline
 from ding_lite.entry.trained.evaluate import evaluate_checkpoint
 from ding_lite.utils.errors import CheckpointError
 from ding_lite.utils.file_io import safe_torch_load
 
-SMALL = [
-    "env.num_envs=4",
-    "policy.collect.n_steps=16",
-    "policy.learn.batch_size=32",
-    "policy.learn.n_epochs=2",
-    "evaluator.n_episodes=2",
-    "evaluator.eval_freq=0",
-    "evaluator.stop_value=none",
-    "evaluator.min_train_return=none",
-]
+SMALL = tiny("policy.learn.n_epochs=2")
 
 
 def test_a_checkpoint_without_the_new_fields_resumes(tmp_path):

@@ -4,13 +4,12 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from helpers import port_is_free, processes_with, wait_for
 
 from ding_lite.utils.log import read_tb_scalars
 
@@ -45,44 +44,6 @@ def coordinator_address(tmp_path, timeout=60.0):
             return m.group(1)
         time.sleep(0.1)
     raise AssertionError(f"launcher printed no address:\n{launcher_output(tmp_path)}")
-
-
-def processes_with(text):
-    """Pids whose command line contains ``text``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if text in cmdline and str(os.getpid()) != entry.name:
-            found.append(int(entry.name))
-    return found
-
-
-def port_is_free(address):
-    """Nothing listens there: a server (which sets SO_REUSEADDR, as werkzeug does) could bind
-    it again; connections in TIME_WAIT do not count."""
-    host, port = address.rsplit(":", 1)
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, int(port)))
-            s.listen()
-        except OSError:
-            return False
-    return True
-
-
-def wait_for(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def assert_all_gone(address):

@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from ding_lite.entry import parallel
+from ding_lite.entry.pipelines import parallel
 from ding_lite.utils.errors import ConfigError
 
 

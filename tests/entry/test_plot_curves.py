@@ -7,11 +7,11 @@ import sys
 
 import numpy as np
 import pytest
-from tiny_runs import TINY_CARTPOLE
+from helpers import TINY_CARTPOLE
 
 from ding_lite import serial_pipeline
-from ding_lite.entry.cli import main
-from ding_lite.entry.plot import (
+from ding_lite.entry.cli.command import main
+from ding_lite.entry.reporting.plot import (
     RunScalars,
     aggregate,
     parse_metrics,

@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from ding_lite.entry.cli import main
+from ding_lite.entry.cli.command import main
 from ding_lite.entry.trained.render import TrackedAirCombatEnv, _flights, render_match
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from ding_lite import serial_pipeline
-from ding_lite.entry.cli import main
+from ding_lite.entry.cli.command import main
 from ding_lite.entry.trained.evaluate import evaluate_checkpoint
 from ding_lite.entry.trained.video import render_video
 from ding_lite.utils.errors import DingLiteError
-from ding_lite.utils.video import default_video_suffix
+from ding_lite.worker.collector.video_writer import default_video_suffix
 
 iio = pytest.importorskip("imageio.v3", reason="the video extra: pip install -e '.[video]'")
 pytest.importorskip("imageio_ffmpeg", reason="the video extra: pip install -e '.[video]'")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ding_lite import serial_pipeline
-from ding_lite.entry.serial import _log_train, _SpsMeter
+from ding_lite.entry.pipelines.serial import _log_train, _SpsMeter
 from ding_lite.utils.errors import CheckpointError, ConfigError
 
 SMALL = [

@@ -11,9 +11,9 @@ import pytest
 
 from ding_lite import serial_pipeline
 from ding_lite.config import compile_config
-from ding_lite.entry.cli import main
-from ding_lite.entry.parallel import compile_parallel_config
-from ding_lite.entry.run_dir import lock_exp_dir
+from ding_lite.entry.cli.command import main
+from ding_lite.entry.pipelines.parallel import compile_parallel_config
+from ding_lite.entry.run.dir_lock import lock_run_dir
 from ding_lite.utils.errors import ConfigError
 
 SMALL = [
@@ -59,8 +59,8 @@ def test_a_value_float32_cannot_hold_is_a_config_error(tmp_path):
 def test_a_second_run_on_a_busy_dir_is_refused_naming_the_holder(tmp_path):
     run = tmp_path / "run"
     script = (
-        "import sys; from ding_lite.entry.run_dir import lock_exp_dir; "
-        f"lock = lock_exp_dir({str(run)!r}); print('held', flush=True); sys.stdin.read()"
+        "import sys; from ding_lite.entry.run.dir_lock import lock_run_dir; "
+        f"lock = lock_run_dir({str(run)!r}); print('held', flush=True); sys.stdin.read()"
     )
     holder = subprocess.Popen(
         [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -78,15 +78,15 @@ def test_a_second_run_on_a_busy_dir_is_refused_naming_the_holder(tmp_path):
     # the OS released the lock with the process: the dir is usable again
     serial_pipeline("cartpole_ppo", overrides=SMALL, exp_dir=str(run), max_train_iter=1)
     assert json.loads((run / "result.json").read_text())["stop_reason"] == "max_train_iter"
-    with lock_exp_dir(run), pytest.raises(ConfigError, match=f"pid {os.getpid()}"):
+    with lock_run_dir(run), pytest.raises(ConfigError, match=f"pid {os.getpid()}"):
         compile_parallel_config(None, resume=str(run))  # the parallel pipeline's lock too
 
 
 def test_runs_started_together_never_share_a_default_dir(tmp_path):
     script = (
-        "import sys; from easydict import EasyDict; from ding_lite.entry.run_dir import "
-        "claim_exp_dir; sys.stdin.readline(); "
-        "lock = claim_exp_dir(EasyDict(exp_dir=None, exp_name='exp')); "
+        "import sys; from easydict import EasyDict; from ding_lite.entry.run.dir_lock import "
+        "claim_run_dir; sys.stdin.readline(); "
+        "lock = claim_run_dir(EasyDict(exp_dir=None, exp_name='exp')); "
         "print(lock.path, flush=True); sys.stdin.read()"
     )
     procs = [
@@ -115,7 +115,7 @@ def test_discard_removes_only_what_the_run_created(tmp_path):
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("kept")
-    lock = lock_exp_dir(mine)
+    lock = lock_run_dir(mine)
     assert not lock.created
     (mine / "config.json").write_text("{}")
     (mine / "tb").mkdir()
@@ -123,12 +123,12 @@ def test_discard_removes_only_what_the_run_created(tmp_path):
     assert sorted(os.listdir(mine)) == ["notes.txt"]
 
     new = tmp_path / "new" / "run"
-    lock = lock_exp_dir(new)
+    lock = lock_run_dir(new)
     assert lock.created and (new / ".lock").read_text().strip() == str(os.getpid())
     (new / "config.json").write_text("{}")
     lock.discard()
     assert not new.exists()
-    lock_exp_dir(new).release()  # a later run takes the folder again
+    lock_run_dir(new).release()  # a later run takes the folder again
 
 
 def test_a_run_that_fails_before_training_leaves_no_dir(tmp_path):

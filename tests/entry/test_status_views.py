@@ -10,10 +10,10 @@ import sys
 import threading
 import time
 
-from tiny_runs import TINY_CARTPOLE
+from helpers import TINY_CARTPOLE
 
 from ding_lite import serial_pipeline
-from ding_lite.entry.cli import main
+from ding_lite.entry.cli.command import main
 from ding_lite.entry.live.dashboard import make_dashboard_app
 from ding_lite.entry.live.snapshots import RateMeter, final_state
 from ding_lite.entry.live.status_file import StatusWriter, read_status

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from tiny_runs import TINY_CARTPOLE
+from helpers import TINY_CARTPOLE
 
-from ding_lite.entry.cli import main
-from ding_lite.utils import wandb_mirror
+from ding_lite.entry.cli.command import main
+from ding_lite.entry.reporting import wandb_mirror
+from ding_lite.entry.reporting.wandb_mirror import STEP_KEY, WandbMirror, _plain_config, _rows
 from ding_lite.utils.log import TbWriter, read_tb_scalars
-from ding_lite.utils.wandb_mirror import STEP_KEY, WandbMirror, _plain_config, _rows
 
 TINY = TINY_CARTPOLE
 

@@ -92,7 +92,10 @@ def test_agent_0_is_the_one_agent_env_with_agent_1_as_its_opponent(compact, rewa
     for t in range(steps):
         obs, rew, term, trunc, info = selfplay.step(actions[t])
         obs1, rew1, term1, trunc1, info1 = single.step(actions[t, :, 0])
-        assert torch.equal(obs[:, 0], obs1) and torch.equal(obs[:, 1], single.obs_both()[:, 1])
+        # P2's observation as the one-agent env keeps it for its opponent (obs_both() would
+        # observe every copy afresh, and atan2/hypot over all copies may round a reset copy's
+        # last bit differently from the same maths over the reset copies alone).
+        assert torch.equal(obs[:, 0], obs1) and torch.equal(obs[:, 1], single._p2_obs)
         assert torch.equal(info["final_obs"][:, 0], info1["final_obs"])
         assert torch.equal(rew[:, 0], rew1), t
         assert torch.equal(term, term1) and torch.equal(trunc, trunc1)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from helpers import tiny
 
 import ding_lite
 from ding_lite import serial_pipeline
@@ -20,16 +21,7 @@ from ding_lite.utils.errors import ConfigError
 HERE = Path(__file__).resolve().parent
 PAGE = HERE.parents[1] / "docs" / "gymnasium.rst"
 # A few iterations of 32 samples: enough to show the run completes and writes its result.
-TINY = [
-    "env.num_envs=2",
-    "policy.collect.n_steps=16",
-    "policy.learn.batch_size=32",
-    "policy.learn.n_epochs=1",
-    "evaluator.n_episodes=2",
-    "evaluator.eval_freq=1",
-    "evaluator.min_train_return=none",
-    "evaluator.stop_value=none",
-]
+TINY = tiny("env.num_envs=2", "policy.learn.n_epochs=1", "evaluator.eval_freq=1")
 CORRIDOR = "gym:gym_corridor:Corridor-v0"
 
 

@@ -9,10 +9,11 @@ import multiprocessing
 import numpy as np
 import pytest
 import torch
+from helpers import tiny
 
 from ding_lite import serial_pipeline
 from ding_lite.config import compile_config
-from ding_lite.entry.cli import main as cli_main
+from ding_lite.entry.cli.command import main as cli_main
 from ding_lite.envs import Box, Discrete, MultiDiscrete, create_env
 from ding_lite.envs.from_config import build_env
 from ding_lite.model import MultiCategoricalDist, build_model
@@ -326,16 +327,7 @@ def test_missing_box2d_is_a_one_line_error(capsys, tmp_path, monkeypatch, no_box
 
 
 # ------------------------------------------------------------------- end to end
-SMALL = [
-    "env.num_envs=4",
-    "policy.collect.n_steps=16",
-    "policy.learn.batch_size=32",
-    "policy.learn.n_epochs=2",
-    "evaluator.n_episodes=2",
-    "evaluator.eval_freq=0",
-    "evaluator.stop_value=none",
-    "evaluator.min_train_return=none",
-]
+SMALL = tiny("policy.learn.n_epochs=2")
 
 
 @pytest.mark.parametrize("env_id", [MULTI_DISCRETE_ID, DICT_ID])

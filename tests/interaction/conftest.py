@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from interaction_helpers import TOKEN, FakeWorker, our_threads, wait_for
+from helpers import TOKEN, wait_for
+from interaction_helpers import FakeWorker, our_threads
 
 from ding_lite.interaction import Master, Slave
 

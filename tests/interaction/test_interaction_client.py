@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from flask import Response
-from interaction_helpers import TOKEN, free_port
+from helpers import TOKEN, free_port
 from urllib3.util.retry import Retry
 
 from ding_lite.interaction import (

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from interaction_helpers import TOKEN, FakeWorker, free_port, our_threads, port_is_free, wait_for
+from helpers import TOKEN, free_port, port_is_free, wait_for
+from interaction_helpers import FakeWorker, our_threads
 
 from ding_lite.interaction import (
     HttpClient,

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from flask import Flask
-from interaction_helpers import TOKEN, FakeWorker, call, wait_for
+from helpers import TOKEN, wait_for
+from interaction_helpers import FakeWorker, call
 
 from ding_lite.interaction import Master, Slave
 from ding_lite.interaction.protocol import (

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 import requests
-from interaction_helpers import TOKEN, our_threads, port_is_free
+from helpers import TOKEN, port_is_free
+from interaction_helpers import our_threads
 
 from ding_lite.interaction import HttpServer, ServerError, json_route, make_app
 from ding_lite.interaction.server import OPEN_FILES_TARGET

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from interaction_helpers import TOKEN, call, free_port, port_is_free, wait_for
+from helpers import TOKEN, free_port, port_is_free, wait_for
+from interaction_helpers import call
 
 from ding_lite.interaction import HttpClient, Master, RegistrationError, RemoteError, Slave
 from ding_lite.interaction.envelope import ApiError
@@ -23,7 +24,7 @@ from ding_lite.interaction.protocol import (
     WORKER_ID_RULE,
     is_valid_worker_id,
 )
-from ding_lite.interaction.registry import WorkerRegistry
+from ding_lite.interaction.roster import Roster
 from ding_lite.utils.errors import ConfigError
 
 pytestmark = pytest.mark.timeout(60)
@@ -97,7 +98,7 @@ def test_a_live_id_from_another_address_is_409_and_changes_nothing() -> None:
 
 
 def test_a_silent_id_may_be_taken_over_and_its_tasks_fail() -> None:
-    registry = WorkerRegistry(0.2, lambda address: HttpClient(address, TOKEN))
+    registry = Roster(0.2, lambda address: HttpClient(address, TOKEN))
     info, replaced = registry.register("c0", "collector", "127.0.0.1:9")
     assert replaced is None and info.alive
     entry, client = registry.open_task("c0", "job")
@@ -260,7 +261,7 @@ class _Clock:
         return self.now
 
 
-def _registry(monkeypatch, tolerance: float = 3.0) -> tuple[WorkerRegistry, _Clock]:
+def _registry(monkeypatch, tolerance: float = 3.0) -> tuple[Roster, _Clock]:
     fake = _Clock()
     monkeypatch.setattr(time, "monotonic", fake)
     clients: list[Any] = []
@@ -273,7 +274,7 @@ def _registry(monkeypatch, tolerance: float = 3.0) -> tuple[WorkerRegistry, _Clo
         def close(self) -> None:
             pass
 
-    return WorkerRegistry(tolerance, Client), fake
+    return Roster(tolerance, Client), fake
 
 
 def test_a_pause_of_the_master_declares_nobody_lost(monkeypatch):

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from ding_lite.config import compile_config
-from ding_lite.entry.options import RunOptions, compile_run_config
+from ding_lite.entry.run.options import RunOptions, compile_run_config
 from ding_lite.envs.spaces import Discrete
 from ding_lite.policy import create_policy
-from ding_lite.policy.advantages import STALE_CALLS, AdvantageStep, as_rows, time_major
+from ding_lite.policy.ppo.advantages import STALE_CALLS, AdvantageStep, as_rows, time_major
 from ding_lite.rl_utils import get_adv_estimator
 from ding_lite.rl_utils.kl_control import KLController
 from ding_lite.utils.errors import ConfigError

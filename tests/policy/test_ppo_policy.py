@@ -1,4 +1,5 @@
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -77,7 +78,8 @@ def test_entropy_weight_anneals_linearly_with_entropy_anneal():
     for policy in (annealed, by_hand, constant):
         update(policy, data, 1)
     assert torch.equal(params(annealed), params(by_hand))  # progress 0: the full weight
-    by_hand.cfg.learn.entropy_weight = 0.25
+    # The settings are read once from the config: the weight by hand is a new settings.
+    by_hand.update.settings = replace(by_hand.update.settings, entropy_weight=0.25)
     for policy in (annealed, by_hand, constant):
         update(policy, data, 2)
     assert torch.equal(params(annealed), params(by_hand))
@@ -170,7 +172,7 @@ def test_kl_penalty_against_reference_and_its_decay():
     second = policy.learn_mode.forward(data)
     assert second["kl_coef"] == 0.25 and second["kl_ref"] > 0
     # after 2 iterations the reference is refreshed to the current policy
-    ref = torch.cat([p.flatten() for p in policy._ref_model.parameters()])
+    ref = torch.cat([p.flatten() for p in policy.update.ref_model.parameters()])
     assert torch.equal(ref, params(policy))
 
 
@@ -182,7 +184,7 @@ def test_continuous_space_and_state_dict_round_trip():
     other = make_policy(space=Box(low=(-2.0,), high=(2.0,)), obs_dim=3)
     other.load_state_dict(state)
     assert torch.equal(params(other), params(policy))
-    assert other._iter == 1
+    assert other.update.iteration == 1
     torch.manual_seed(1)
     a = policy.learn_mode.forward(data)
     torch.manual_seed(1)
@@ -201,7 +203,7 @@ def test_optimizer_is_built_on_first_use_only():
     policy = make_policy()
     policy.collect_mode.forward(torch.randn(8, 4))
     policy.eval_mode.forward(torch.randn(8, 4))
-    assert policy._optimizer is None  # acting never needs one
+    assert not policy.update.built_optimizer  # acting never needs one
     first = policy.optimizer
     policy.learn_mode.forward(batch(policy))
     assert policy.optimizer is first

@@ -20,7 +20,7 @@ import torch
 from ding_lite.config import compile_config
 from ding_lite.envs.spaces import Discrete
 from ding_lite.policy import PPOPolicy
-from ding_lite.policy.ppo_update import SegmentSampler, minibatches
+from ding_lite.policy.ppo.batches import SegmentSampler, minibatches
 from ding_lite.rl_utils import is_weights, normalize_advantages, prio_beta, segment_probs
 from ding_lite.utils import distributed
 from ding_lite.utils.errors import ConfigError

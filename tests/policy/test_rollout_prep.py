@@ -1,4 +1,4 @@
-"""The learner's refresh of a rollout before the advantages (``ding_lite.policy.prepare``):
+"""The learner's refresh of a rollout before the advantages (``ding_lite.policy.ppo.prepare``):
 values recomputed with its own critic, the proximal log-probs for off-policy corrections."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ding_lite.config import compile_config
-from ding_lite.entry.options import RunOptions, compile_run_config
+from ding_lite.entry.run.options import RunOptions, compile_run_config
 from ding_lite.envs import create_env
 from ding_lite.policy import create_policy
 from ding_lite.utils.errors import ConfigError
@@ -88,8 +88,8 @@ def test_corrections_on_the_behaviour_policys_own_data_change_nothing(correction
     # Unnormalized advantages reach tens (float32's step there is ~1e-5): relative too.
     torch.testing.assert_close(batch["adv"], want_batch["adv"], rtol=1e-6, atol=1e-5)
     torch.manual_seed(1)
-    want = plain._forward_learn(rollout)
+    want = plain.learn_mode.forward(rollout)
     torch.manual_seed(1)
-    got = corrected._forward_learn(rollout)
+    got = corrected.learn_mode.forward(rollout)
     for key in ("policy_loss", "value_loss", "approx_kl", "grad_norm", "entropy"):
         assert got[key] == pytest.approx(want[key], rel=1e-5, abs=1e-6), key

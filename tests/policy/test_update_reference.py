@@ -6,8 +6,8 @@ must be equal bit for bit (``torch.equal``) and every returned statistic equal (
 on the kind of CPU that wrote it (the reference records its model and torch's kernel
 level). Under another torch build or on another CPU, floating-point kernels may round
 differently (the same torch 2.13.0 differs in the 7th digit between two x86 machines), so
-the test then compares within 1e-5 (absolute and relative) instead. Regenerate the reference only for a
-change meant to alter the update's numbers.
+the test then compares within 1e-5 (absolute and relative) instead. Regenerate the
+reference only for a change meant to alter the update's numbers.
 """
 
 from __future__ import annotations

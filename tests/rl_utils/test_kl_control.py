@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ding_lite.policy.advantages import kl_controller
+from ding_lite.policy.ppo.settings import kl_controller
 from ding_lite.rl_utils.kl_control import KLController
 from ding_lite.utils.errors import ConfigError
 

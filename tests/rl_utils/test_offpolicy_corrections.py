@@ -113,6 +113,9 @@ def test_vtrace_is_registered_as_an_off_policy_estimator():
         register_adv_estimator("bad_offpolicy", vtrace, episodic=True, off_policy=True)
 
 
+CLIP = ClipRanges(0.2, None, None, clip_ratio_c=3.0, is_max=1.0)
+
+
 def _losses(seed: int = 0, n: int = 32):
     g = torch.Generator().manual_seed(seed)
     logp_old = torch.randn(n, generator=g) - 1.0
@@ -122,7 +125,7 @@ def _losses(seed: int = 0, n: int = 32):
 
 
 def test_decoupled_on_the_behaviour_policy_is_ppo_clip_bit_for_bit():
-    clip = ClipRanges(0.2)
+    clip = CLIP
     logp, logp_old, adv = _losses()
     want, want_m = ppo_clip(logp, logp_old, adv, clip)
     (want_grad,) = torch.autograd.grad(want, logp)
@@ -147,9 +150,7 @@ def test_decoupled_by_hand_on_four_samples():
     logp_old = torch.tensor([-1.0, -2.0, -0.5, -1.5])
     logp_prox = logp_old + torch.tensor(w_raw).log()
     logp = logp_prox + torch.tensor(r).log()
-    loss, metrics = decoupled(
-        logp, logp_old, torch.tensor(adv), ClipRanges(0.2), logp_prox=logp_prox
-    )
+    loss, metrics = decoupled(logp, logp_old, torch.tensor(adv), CLIP, logp_prox=logp_prox)
     assert loss.item() == pytest.approx(sum(per) / 4, abs=1e-6)
     assert metrics["clipfrac"].item() == pytest.approx(0.5)  # 1.5 and 0.5 leave [0.8, 1.2]
     assert metrics["is_truncated"].item() == pytest.approx(0.25)

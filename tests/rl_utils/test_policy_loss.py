@@ -20,11 +20,13 @@ from ding_lite.utils.registry import RegistryError
 RATIO = torch.tensor([0.5, 1.1, 1.5, 5.0])
 LOGP_OLD = torch.zeros(4)
 ADV = torch.tensor([-1.0, 2.0, 1.0, -0.5])
+# Every clip setting, as a test states them (the config's defaults are not rl_utils').
+CLIP = dict(clip_ratio=0.2, clip_ratio_low=None, clip_ratio_high=None, clip_ratio_c=3.0, is_max=1.0)
 
 
 def _loss(name, **clip):
     logp = RATIO.log().requires_grad_()
-    loss, metrics = get_policy_loss(name)(logp, LOGP_OLD, ADV, ClipRanges(**clip))
+    loss, metrics = get_policy_loss(name)(logp, LOGP_OLD, ADV, ClipRanges(**{**CLIP, **clip}))
     return loss, metrics, logp
 
 
@@ -97,10 +99,7 @@ def test_register_as_a_decorator_and_errors(clean_registry):
         register_policy_loss("not_a_loss", 3)
 
 
-def test_clip_ranges_read_from_a_learn_section():
-    from easydict import EasyDict
-
-    learn = EasyDict(clip_ratio=0.1, clip_ratio_low=None, clip_ratio_high=0.3, clip_ratio_c=2.0)
-    clip = ClipRanges.of(learn)
-    assert (clip.low, clip.high, clip.clip_ratio_c) == (0.1, 0.3, 2.0)
-    assert math.isclose(ClipRanges.of(EasyDict(clip_ratio=0.2)).high, 0.2)
+def test_clip_ranges_fall_back_to_clip_ratio():
+    clip = ClipRanges(**{**CLIP, "clip_ratio": 0.1, "clip_ratio_high": 0.3})
+    assert (clip.low, clip.high) == (0.1, 0.3)
+    assert math.isclose(ClipRanges(**CLIP).high, 0.2)

@@ -4,7 +4,7 @@ import pytest
 
 import ding_lite.envs as envs
 import ding_lite.envs.aircombat.agents as agents
-from ding_lite.entry.cli import main
+from ding_lite.entry.cli.command import main
 from ding_lite.envs import CartPoleEnv
 from ding_lite.envs.aircombat import RandomAgent, register_agent
 from ding_lite.policy import POLICY_REGISTRY

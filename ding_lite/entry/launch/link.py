@@ -3,7 +3,7 @@
 The supervisor owns the workers (the launcher), so they outlive a coordinator that dies;
 the coordinator still decides when a worker is lost or failed. They talk over a socket pair
 the child inherits: one JSON object per line, one request at a time, each answered, with a
-timeout. The child asks (:class:`SupervisorLink`, the coordinator's ``Supervisor``), the
+timeout. The child asks (:class:`SupervisorLink`, the coordinator's ``Restarter``), the
 parent answers (:class:`LinkServer`). A child whose supervisor is gone (the link closed or
 silent) ends its run as interrupted, so killing ``ding-lite parallel`` still ends the run.
 """
@@ -121,7 +121,7 @@ class SupervisorLink:
             self._pending = dict(state.get("pending", {}))
             self._next_refresh = time.monotonic() + STATE_REFRESH_S
 
-    # --- what the coordinator asks (the ``Supervisor`` protocol) ---------------------------
+    # --- what the coordinator asks (the ``Restarter`` protocol) ---------------------------
     def ready(self, address: str) -> None:
         """Tells the supervisor the coordinator serves at ``address``."""
         self._ask("ready", address)

@@ -7,8 +7,9 @@ successor. Each collector is one actor asking for
 ``system.collector_resources``; the N ranks of the learner are N actors in one placement
 group (one bundle of ``system.learner_resources`` per rank), so Ray starts them together or
 not at all. An actor runs the same worker a launcher's child process runs
-(:func:`~ding_lite.entry.roles.run_worker`), logging to the run's ``logs/`` folder, which
-must therefore be on a filesystem every Ray node shares, like the data and policy folders.
+(:func:`~ding_lite.entry.pipelines.worker_process.run_worker`), logging to the run's ``logs/``
+folder, which must therefore be on a filesystem every Ray node shares, like the data and policy
+folders.
 
 Failures feed the local launcher's restart policy unchanged: an actor whose worker returned,
 or that Ray reports dead (its process or node lost), counts as an exited worker, and its
@@ -51,6 +52,8 @@ PROBE_TIMEOUT_S = 30.0  # a fresh Python asking a cluster whether it wants a tok
 # "0": a local node keeps 127.0.0.1 as its address, and Ray's services then bind loopback only
 # (Ray's switch for single-machine Ray on macOS and Windows; on Linux it defaults to "1").
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+# What Ray gives an actor whose resources name no CPU or GPU (Ray's own defaults, not ours).
+RAY_ACTOR_CPUS, RAY_ACTOR_GPUS = 1.0, 0.0
 # Run by a fresh Python with authentication off: exit 3 if the cluster's GCS refuses it, 0 if
 # it serves (the address as ray.init takes it: host:port, or "auto").
 _TOKEN_PROBE = """
@@ -86,7 +89,7 @@ class WorkerActor:
         os.dup2(fd, 2)
         os.close(fd)
         from ding_lite.config.config import load_experiment
-        from ding_lite.entry.roles import run_worker
+        from ding_lite.entry.pipelines.worker_process import run_worker
 
         register = options.pop("register", None)
         if register:
@@ -167,8 +170,8 @@ class RayLauncher(Launcher):
                 "loopback): import ray after the run starts, or join a cluster (ray_address)"
             )
         system = self.cfg.system
-        wanted = system.learners * float(system.learner_resources.get("CPU", 1))
-        wanted += system.collectors * float(system.collector_resources.get("CPU", 0.5))
+        wanted = system.learners * float(system.learner_resources.get("CPU", RAY_ACTOR_CPUS))
+        wanted += system.collectors * float(system.collector_resources.get("CPU", RAY_ACTOR_CPUS))
         cores = os.cpu_count() or 1
         _local_token = _local_token or secrets.token_hex(32)
         auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": _local_token, LOOPBACK_ENV: "0"}
@@ -229,7 +232,8 @@ class RayLauncher(Launcher):
         resources = dict(
             system.learner_resources if role == "learner" else system.collector_resources
         )
-        cpus, gpus = float(resources.pop("CPU", 1)), float(resources.pop("GPU", 0))
+        cpus = float(resources.pop("CPU", RAY_ACTOR_CPUS))
+        gpus = float(resources.pop("GPU", RAY_ACTOR_GPUS))
         threads = worker_threads(role, system.collectors, system.learners)
         env = {"DING_LITE_TOKEN": self.token, "OMP_NUM_THREADS": str(max(1, int(cpus) or threads))}
         options: dict[str, Any] = {

@@ -104,13 +104,13 @@ class RunSupervisor:
     ) -> None:
         self.cfg, self.token, self.register, self.quiet = cfg, token, register, quiet
         self.keep_fds = () if lock_fd is None else (lock_fd,)
-        self.run_dir = Path(cfg.exp_dir)
-        self.log_dir = self.run_dir / "logs"
+        self.run_path = Path(cfg.exp_dir)
+        self.log_dir = self.run_path / "logs"
         host, port = cfg.system.host, cfg.system.coordinator_port
         port = free_port(host) if port == "auto" else int(port)
         self.address = f"{host}:{port}"
         self.launcher = launcher_cls(cfg, self.address, token, self.log_dir, register)
-        self.recovery = RecoveryFile(self.run_dir)
+        self.recovery = RecoveryFile(self.run_path)
         self.child: CoordinatorChild | None = None
         self._ready = False
         self._iteration_at_start = -1  # the run's iteration when the coordinator started
@@ -125,7 +125,7 @@ class RunSupervisor:
             "ding_lite",
             "coordinator",
             "--resume",
-            str(self.run_dir),
+            str(self.run_path),
             "--port",
             self.address.rsplit(":", 1)[1],
             *(["-c", self.register] if self.register else []),

@@ -36,8 +36,8 @@ class ScalarFeed:
     asks for those after the cursor it was last given.
     """
 
-    def __init__(self, run_dir: Path) -> None:
-        self._tail = TbTail(run_dir / "tb")
+    def __init__(self, run_path: Path) -> None:
+        self._tail = TbTail(run_path / "tb")
         self._points: list[tuple[float, int, str, float]] = []  # wall, step, tag, value
         self._lock = threading.Lock()
 
@@ -58,15 +58,15 @@ class ScalarFeed:
         return {"cursor": cursor + len(chunk), "series": series}
 
 
-def make_dashboard_app(run_dirs: list[Path]) -> Flask:
-    """The Flask app serving the page and the read-only routes of ``run_dirs``."""
+def make_dashboard_app(run_paths: list[Path]) -> Flask:
+    """The Flask app serving the page and the read-only routes of ``run_paths``."""
     app = Flask("ding_lite.dashboard", static_folder=None)
-    feeds = [ScalarFeed(d) for d in run_dirs]
+    feeds = [ScalarFeed(d) for d in run_paths]
 
     def run_index(i: int) -> Path:
-        if not 0 <= i < len(run_dirs):
+        if not 0 <= i < len(run_paths):
             abort(404)
-        return run_dirs[i]
+        return run_paths[i]
 
     @app.get("/")
     def index() -> Response:
@@ -78,16 +78,16 @@ def make_dashboard_app(run_dirs: list[Path]) -> Flask:
 
     @app.get("/api/runs")
     def runs() -> Response:
-        listed = [{"id": i, "name": d.name, "dir": str(d)} for i, d in enumerate(run_dirs)]
+        listed = [{"id": i, "name": d.name, "dir": str(d)} for i, d in enumerate(run_paths)]
         return _json({"runs": listed})
 
     @app.get("/api/runs/<int:i>/status")
     def status(i: int) -> Response:
-        run_dir = run_index(i)
+        run_path = run_index(i)
         try:
-            doc = read_status(run_dir)
+            doc = read_status(run_path)
         except FileNotFoundError:
-            doc = {"state": "missing", "error": f"no {STATUS_FILE} in {run_dir} (yet)"}
+            doc = {"state": "missing", "error": f"no {STATUS_FILE} in {run_path} (yet)"}
         except ValueError as err:
             doc = {"state": "unreadable", "error": str(err)}
         return _json({**doc, "now": time.time(), "liveness": liveness(doc)})

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ding_lite.coordinator.state import STARTING
 from ding_lite.utils.stop import INTERRUPTED, SUCCESS_REASONS
 
 RATE_WINDOW_S = 10.0  # the status SPS is over about this many recent seconds
@@ -161,8 +162,8 @@ def _workers(infos: dict[str, Any], c: Any) -> list[dict[str, Any]]:
     """Every worker: registered ones with their heartbeat, and collectors the coordinator
     knows that are gone (lost or failed, with no heartbeat)."""
     now = time.monotonic()
-    pool = None if c is None else c.collectors
-    states = {} if pool is None else dict(pool.state)
+    records = {} if c is None else c.state.collectors
+    states = {cid: r.state for cid, r in records.items() if r.state != STARTING}
     rows = []
     for wid in sorted(set(infos) | set(states)):
         info = infos.get(wid)
@@ -177,12 +178,12 @@ def _workers(infos: dict[str, Any], c: Any) -> list[dict[str, Any]]:
         }
         if role == "collector":
             row["state"] = states.get(wid, "registered")
-            if pool is not None:
-                row["version"] = pool.versions.get(wid)
+            if c is not None:
+                row["version"] = records[wid].version if wid in records else None
                 row["rollouts"] = c.rollouts.written_by.get(wid, 0)
-                row["evaluates"] = wid == pool.evaluator
+                row["evaluates"] = wid == c.state.evaluator
         else:
-            current = c is not None and wid == c.learner
+            current = c is not None and wid == c.state.learner
             row["state"] = "training" if current else "standby"
             row["version"] = int(c.status.policy_version) if current else None
         if info is not None and not info.alive:

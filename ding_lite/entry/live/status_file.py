@@ -1,4 +1,4 @@
-"""``<exp_dir>/status.json``: a run's live state, rewritten about once a second.
+"""``<run dir>/status.json``: a run's live state, rewritten about once a second.
 
 A :class:`StatusWriter` thread asks the run for a snapshot (a dict of plain figures) and
 writes it atomically, so a reader (``ding-lite status``, ``ding-lite dashboard``, a script)
@@ -29,10 +29,10 @@ FINAL_STATES = STATES[3:]
 
 
 class StatusWriter:
-    """Writes ``snapshot()`` to ``<run_dir>/status.json`` every ``interval`` seconds.
+    """Writes ``snapshot()`` to ``<run_path>/status.json`` every ``interval`` seconds.
 
     Args:
-        run_dir: the run's experiment dir.
+        run_path: the run's experiment dir.
         snapshot: returns the run's figures; called from the writer's thread, so it must
             only copy (a figure read while the run changes it is fine: the next write has
             the new one).
@@ -43,14 +43,14 @@ class StatusWriter:
 
     def __init__(
         self,
-        run_dir: str | os.PathLike,
+        run_path: str | os.PathLike,
         snapshot: Callable[[], dict[str, Any]],
         *,
         pipeline: str,
         exp_name: str,
         interval: float = 1.0,
     ) -> None:
-        self.path = Path(run_dir) / STATUS_FILE
+        self.path = Path(run_path) / STATUS_FILE
         self.snapshot = snapshot
         self.interval = interval
         # The writer's own time: snapshots, JSON and writes. ``seconds`` is its thread's CPU
@@ -65,7 +65,7 @@ class StatusWriter:
             "schema": SCHEMA,
             "pipeline": pipeline,
             "exp_name": exp_name,
-            "exp_dir": str(Path(run_dir).resolve()),
+            "exp_dir": str(Path(run_path).resolve()),
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "started_at": time.time(),
@@ -161,15 +161,15 @@ def _plain(value: Any) -> Any:
         return str(value)
 
 
-def read_status(run_dir: str | os.PathLike) -> dict[str, Any]:
-    """The status.json of ``run_dir``.
+def read_status(run_path: str | os.PathLike) -> dict[str, Any]:
+    """The status.json of ``run_path``.
 
     Raises:
         FileNotFoundError: the run has not written one (not a run dir, or a run from before
             status.json existed).
         ValueError: the file is not a status document.
     """
-    path = Path(run_dir) / STATUS_FILE
+    path = Path(run_path) / STATUS_FILE
     doc = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError(f"{path} is not a ding_lite status file (schema {SCHEMA})")

@@ -138,17 +138,17 @@ def _fit(text: str, width: int = WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "~"
 
 
-def status_command(run_dir: str, watch: bool, interval: float) -> int:
-    """Prints the status of ``run_dir`` (redrawn while ``watch``); the CLI's exit code."""
-    path = Path(run_dir)
+def status_command(run_path: str, watch: bool, interval: float) -> int:
+    """Prints the status of ``run_path`` (redrawn while ``watch``); the CLI's exit code."""
+    path = Path(run_path)
     while True:
         try:
             doc = read_status(path)
         except FileNotFoundError:
             if not path.is_dir():
-                raise DingLiteError(f"no such run dir: {run_dir}") from None
+                raise DingLiteError(f"no such run dir: {run_path}") from None
             raise DingLiteError(
-                f"{run_dir} has no status.json (not a run dir, or one from before ding_lite "
+                f"{run_path} has no status.json (not a run dir, or one from before ding_lite "
                 "wrote it)"
             ) from None
         except ValueError as err:  # JSONDecodeError too: not written by ding_lite

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.config.config import compile_config
-from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import policy_from_checkpoint
 from ding_lite.utils.device import resolve_device

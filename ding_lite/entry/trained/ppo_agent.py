@@ -1,9 +1,9 @@
 """``PPOAgent``: flies one side of the air-combat env with a trained ding_lite policy.
 
-Importing this module registers it as the ``"ppo"`` agent of
+Its package (:mod:`ding_lite.entry.trained`) registers it as the ``"ppo"`` agent of
 :mod:`ding_lite.envs.aircombat.agents` (``opponent=ppo``): loading a checkpoint needs the
 config, policy and checkpoint code, which the envs never import, so the agent and its
-registration live with the entry points, and every entry point that builds envs imports it.
+registration live with the entry points.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ding_lite.config.config import compile_config
 from ding_lite.envs import create_env
-from ding_lite.envs.aircombat.agents import Action, Agent, register_agent
+from ding_lite.envs.aircombat.agents import Action, Agent
 from ding_lite.policy import policy_from_checkpoint
 from ding_lite.utils.errors import ConfigError
 from ding_lite.worker.learner.base_learner import read_checkpoint
@@ -136,6 +136,3 @@ class PPOAgent(Agent):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.generator.set_state(state["generator"].cpu())
-
-
-register_agent("ppo", PPOAgent)

@@ -18,7 +18,6 @@ import torch
 from torch import Tensor
 
 from ding_lite.config.config import compile_config
-from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.env import AirCombatEnv
 from ding_lite.policy import policy_from_checkpoint

@@ -32,14 +32,14 @@ class RunPaths:
     note: str = ""
 
 
-def locate(run_dir: str | None, config: str | None, ckpt: str | None) -> RunPaths:
+def locate(run_path: str | None, config: str | None, ckpt: str | None) -> RunPaths:
     """The config and checkpoint for ``RUN_DIR``, ``-c`` and ``--ckpt`` as given.
 
     Raises:
         ConfigError: neither a run dir nor ``--ckpt``, a missing path, or no config to use.
         CheckpointError: the run dir holds no readable checkpoint.
     """
-    if run_dir is None and ckpt is None:
+    if run_path is None and ckpt is None:
         raise ConfigError("give a run dir (ding-lite eval RUN_DIR) or --ckpt PATH")
     if ckpt is not None:
         path = Path(ckpt)
@@ -47,13 +47,13 @@ def locate(run_dir: str | None, config: str | None, ckpt: str | None) -> RunPath
             raise ConfigError(f"--ckpt {ckpt}: checkpoint not found (no such file or folder)")
         if (path / "ckpt").is_dir():  # a run dir: its newest checkpoint, as for its ckpt/
             path = path / "ckpt"
-        holder = Path(run_dir) if run_dir is not None else _run_dir_of(path)
+        holder = Path(run_path) if run_path is not None else _run_dir_of(path)
         return RunPaths(config or _saved_config(holder, "--ckpt " + ckpt), path)
-    folder = Path(run_dir)
+    folder = Path(run_path)
     if not folder.is_dir():
-        raise ConfigError(f"{run_dir}: no such run dir")
+        raise ConfigError(f"{run_path}: no such run dir")
     chosen, note = _best_or_newest(folder / "ckpt")
-    return RunPaths(config or _saved_config(folder, run_dir), chosen, note)
+    return RunPaths(config or _saved_config(folder, run_path), chosen, note)
 
 
 def _run_dir_of(path: Path) -> Path:
@@ -62,8 +62,8 @@ def _run_dir_of(path: Path) -> Path:
     return folder.parent
 
 
-def _saved_config(run_dir: Path, given: str) -> dict[str, Any]:
-    file = run_dir / "config.json"
+def _saved_config(run_path: Path, given: str) -> dict[str, Any]:
+    file = run_path / "config.json"
     try:
         return json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:

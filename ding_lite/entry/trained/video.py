@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.config.config import compile_config
-from ding_lite.entry.trained import ppo_agent  # noqa: F401  (registers the "ppo" opponent)
 from ding_lite.envs.frames import can_render, cannot_render_message, frame_rate
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import policy_from_checkpoint
 from ding_lite.utils.errors import ConfigError, DingLiteError
 from ding_lite.utils.rng import set_seed
-from ding_lite.utils.video import VIDEO_SUFFIXES, VideoWriter, video_suffix
 from ding_lite.worker.collector.evaluator import Evaluator
+from ding_lite.worker.collector.video_writer import VIDEO_SUFFIXES, VideoWriter, video_suffix
 from ding_lite.worker.learner.base_learner import read_checkpoint
 
 MAX_STEPS = 100_000  # safety limit per episode for envs without a time limit

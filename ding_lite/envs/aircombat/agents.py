@@ -254,7 +254,7 @@ AGENT_REGISTRY.register("rule_based", CrankAgent)
 AGENT_REGISTRY.register("placeholder", PlaceholderAgent)
 AGENT_REGISTRY.register("random", RandomAgent)
 # Registered by the layer that may load policies; named here only for the error message.
-_REGISTERED_ELSEWHERE = {"ppo": "ding_lite.entry.trained.ppo_agent"}
+_REGISTERED_ELSEWHERE = {"ppo": "ding_lite.entry.trained"}
 
 
 def register_agent(name: str, factory: AgentFactory | None = None, *, force: bool = False) -> Any:
@@ -274,8 +274,8 @@ def create_agent(
 
     ``kwargs`` go to the agent, e.g. ``fire_prob`` for ``"random"``, or ``ckpt`` (required),
     ``config`` and ``deterministic`` for ``"ppo"``
-    (:class:`ding_lite.entry.trained.ppo_agent.PPOAgent`, registered when that module is
-    imported: envs import no policy code).
+    (:class:`ding_lite.entry.trained.ppo_agent.PPOAgent`, registered when the
+    ``ding_lite.entry.trained`` package is imported: envs import no policy code).
 
     Raises:
         RegistryError: Unknown name (a ``ValueError`` and a ``KeyError``); the message lists

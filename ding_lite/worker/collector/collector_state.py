@@ -1,9 +1,48 @@
-"""A SerialCollector's state in a checkpoint: what a resumed run needs to continue exactly."""
+"""What a SerialCollector carries between env steps (:class:`Carry`), and its state in a
+checkpoint: what a resumed run needs to continue exactly."""
 
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Carry:
+    """What a collector carries from one env step to the next, one row per policy row
+    (``num_envs * num_agents``).
+
+    Attributes:
+        obs: the current observation (before normalization).
+        running_return: each row's running discounted return, for reward scaling (reset
+            at episode ends).
+        episode: each row's episode number, for an episode-level advantage estimator
+            (None: not counted).
+        core_state: a recurrent policy's state of each row (None: no memory).
+        episode_start: which rows start an episode at the next step (recurrent only).
+    """
+
+    obs: Tensor
+    running_return: Tensor
+    episode: Tensor | None = None
+    core_state: Tensor | None = None
+    episode_start: Tensor | None = None
+
+    @classmethod
+    def start(cls, obs: Tensor, policy: Any, episodes: bool, recurrent: bool, device: Any) -> Carry:
+        """The carry after a reset to ``obs`` (``[rows, ...]``) on ``device``, for ``policy``."""
+        rows = obs.shape[0]
+        carry = cls(obs=obs, running_return=torch.zeros(rows, device=device))
+        if episodes:
+            carry.episode = torch.zeros(rows, dtype=torch.long, device=device)
+        if recurrent:
+            carry.core_state = policy.initial_state(rows, device)
+            carry.episode_start = torch.ones(rows, dtype=torch.bool, device=device)
+        return carry
 
 
 def collector_state(c: Any) -> dict[str, Any]:
@@ -11,17 +50,20 @@ def collector_state(c: Any) -> dict[str, Any]:
     (as the collector has them) episode numbers and recurrent state of a collector."""
     return {
         "env": c.env.state_dict(),
-        "obs": c._obs.clone(),
+        "obs": c.carry.obs.clone(),
         "envstep": c.envstep,
         "episodes": c.episodes,
         "recent_returns": list(c.recent_returns),
         "recent_lengths": list(c.recent_lengths),
         "recent_outcomes": list(c.recent_outcomes),
-        "running_return": c._running_return.clone(),
+        "running_return": c.carry.running_return.clone(),
         **({"rng": c.rng.state_dict()} if c.rng is not None else {}),
-        **({"episode": c._episode.clone()} if c._episode is not None else {}),
+        **({"episode": c.carry.episode.clone()} if c.carry.episode is not None else {}),
         **(
-            {"core_state": c._state.clone(), "episode_start": c._episode_start.clone()}
+            {
+                "core_state": c.carry.core_state.clone(),
+                "episode_start": c.carry.episode_start.clone(),
+            }
             if c.recurrent
             else {}
         ),
@@ -42,7 +84,7 @@ def load_collector_state(c: Any, state: dict[str, Any]) -> None:
             f"collector has {c.async_factor}; resume with the same value"
         )
     c.env.load_state_dict(state["env"])
-    c._obs = state["obs"].to(c.env.device)
+    c.carry.obs = state["obs"].to(c.env.device)
     c.envstep = int(state["envstep"])
     c.episodes = int(state["episodes"])
     window = c.recent_returns.maxlen
@@ -51,18 +93,18 @@ def load_collector_state(c: Any, state: dict[str, Any]) -> None:
     # Checkpoints written before outcomes were tracked have no such key.
     c.recent_outcomes = deque(state.get("recent_outcomes", ()), maxlen=window)
     if "running_return" in state:  # older checkpoints have none (it was not used)
-        c._running_return = state["running_return"].to(c.env.device)
+        c.carry.running_return = state["running_return"].to(c.env.device)
     if c.rng is not None and "rng" in state:  # older checkpoints sampled globally
         c.rng.load_state_dict(state["rng"])
-    if c._episode is not None:
+    if c.carry.episode is not None:
         if "episode" not in state:
             raise ValueError(
                 "the collector state holds no episode numbers: it was saved for a "
                 "step-level advantage estimator; resume with the same estimator"
             )
-        c._episode = state["episode"].to(c.env.device)
+        c.carry.episode = state["episode"].to(c.env.device)
     if c.recurrent:
         if "core_state" not in state:
             raise ValueError("the collector state holds no recurrent state for this policy")
-        c._state = state["core_state"].to(c.env.device)
-        c._episode_start = state["episode_start"].to(c.env.device)
+        c.carry.core_state = state["core_state"].to(c.env.device)
+        c.carry.episode_start = state["episode_start"].to(c.env.device)

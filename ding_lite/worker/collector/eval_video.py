@@ -9,7 +9,7 @@ from typing import Any
 
 from ding_lite.utils.errors import ConfigError, DingLiteError
 from ding_lite.utils.log import get_logger
-from ding_lite.utils.video import VideoInfo, default_video_suffix, gif_preview
+from ding_lite.worker.collector.video_writer import VideoInfo, default_video_suffix, gif_preview
 
 VIDEO_DIR = "videos"  # below the run dir
 TB_TAG = "eval/video"
@@ -39,7 +39,7 @@ class EvalVideo:
         Raises:
             ConfigError: video_freq is set but imageio is not installed.
         """
-        freq = int(cfg.evaluator.get("video_freq", 0))
+        freq = int(cfg.evaluator["video_freq"])
         if freq <= 0:
             return None
         try:
@@ -64,8 +64,9 @@ class EvalVideo:
 
 def log_eval_video(tb_logger: Any, video: VideoInfo | None, envstep: int, run_dir: Path) -> None:
     """Puts a recorded evaluation video in tensorboard: a small animated GIF of it in the
-    Images tab (``eval/video``, see :func:`~ding_lite.utils.video.gif_preview`) and, in the
-    Text tab, the file (relative to the run dir) with its frame count and size."""
+    Images tab (``eval/video``, see
+    :func:`~ding_lite.worker.collector.video_writer.gif_preview`) and, in the Text tab, the
+    file (relative to the run dir) with its frame count and size."""
     if video is None or tb_logger is None:
         return
     try:

@@ -13,8 +13,8 @@ from ding_lite.envs.frames import can_render, cannot_render_message, frame_rate
 from ding_lite.policy.base import EvalMode
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.stats import count_outcomes
-from ding_lite.utils.video import VideoInfo, VideoWriter
 from ding_lite.worker.collector.eval_video import EvalVideo
+from ding_lite.worker.collector.video_writer import VideoInfo, VideoWriter
 
 
 class FrameSink(Protocol):

@@ -10,11 +10,11 @@ import torch
 
 from ding_lite.envs.buffered import BufferedEnv, split_env
 from ding_lite.model.normalizer import first_statistics
-from ding_lite.policy.advantages import as_rows
 from ding_lite.policy.base import CollectMode
+from ding_lite.policy.ppo.advantages import as_rows
 from ding_lite.utils.rng import COLLECT_STREAM, RngStream, stream_seed
 from ding_lite.utils.stats import count_outcomes
-from ding_lite.worker.collector.collector_state import collector_state, load_collector_state
+from ding_lite.worker.collector.collector_state import Carry, collector_state, load_collector_state
 
 
 class SerialCollector:
@@ -39,7 +39,7 @@ class SerialCollector:
             segment ``horizon`` consecutive steps of one copy).
         episodes: also ship each row's ``episode`` number (per copy, counted from the first
             reset) and ``group`` (``copy // group_size``), which an episode-level advantage
-            estimator needs (``ding_lite.policy.advantages``).
+            estimator needs (``ding_lite.policy.ppo.advantages``).
         group_size: env copies per reset group (``env.reset_group_size``).
         rng: the random stream actions are sampled from (None: torch's global generator);
             :meth:`from_config` gives one seeded from ``seed``, so a parallel collector
@@ -91,8 +91,7 @@ class SerialCollector:
         self.next_obs = next_obs
         self.agents = int(getattr(env, "num_agents", 1))
         rows = env.num_envs * self.agents  # policy rows per env step
-        # Each row's episode number and reset group, for an episode-level estimator.
-        self._episode = torch.zeros(rows, dtype=torch.long, device=env.device) if episodes else None
+        # Each row's reset group, for an episode-level estimator.
         self.stream = 0  #: shipped with episode numbers; a parallel collector draws its own
         copy_of_row = torch.arange(rows, device=env.device) // self.agents
         self._group = copy_of_row // group_size
@@ -101,7 +100,8 @@ class SerialCollector:
         self._group_rows = BufferedEnv.row_slices(self._groups, self.agents)
         self.async_factor = len(self._groups)  #: env groups (buffers) stepped in turn
         obs, _ = env.reset(seed=seed)
-        self._obs = self._per_agent(obs)
+        self.recurrent = bool(getattr(policy, "recurrent", False))
+        self.carry = Carry.start(self._per_agent(obs), policy, episodes, self.recurrent, env.device)
         self.envstep = 0
         self.episodes = 0
         self.recent_returns: deque[float] = deque(maxlen=stats_window)
@@ -112,13 +112,6 @@ class SerialCollector:
         self.last_returns: list[float] = []
         self.last_lengths: list[int] = []
         self.last_outcomes: list[float] = []
-        # Each copy's running discounted return, for reward scaling (reset at episode ends).
-        self._running_return = torch.zeros(rows, device=env.device)
-        self.recurrent = bool(getattr(policy, "recurrent", False))
-        if self.recurrent:
-            # Each row's state, and which rows start an episode at the next step.
-            self._state = policy.initial_state(rows, env.device)
-            self._episode_start = torch.ones(rows, dtype=torch.bool, device=env.device)
         self._alloc()
 
     @classmethod
@@ -144,9 +137,9 @@ class SerialCollector:
             stats_window=cfg.collector.stats_window,
             horizon=cfg.policy.learn.bptt_horizon,
             episodes=policy.adv_estimator.episodic,
-            group_size=cfg.env.get("reset_group_size", 1),
+            group_size=cfg.env.reset_group_size,
             rng=RngStream(stream_seed(seed, COLLECT_STREAM), env.device),
-            next_obs=bool(cfg.policy.learn.get("recompute_values", False)),
+            next_obs=bool(cfg.policy.learn.recompute_values),
         )
 
     def _alloc(self) -> None:
@@ -169,10 +162,10 @@ class SerialCollector:
         self._b_running_return = torch.empty_like(self._b_rewards) if ret_rms is not None else None
         self._b_actions: torch.Tensor | None = None
         self._b_ep_outcome: torch.Tensor | None = None  # allocated if the env reports outcomes
-        if self._episode is not None:
+        if self.carry.episode is not None:
             self._b_episode = torch.empty((T, B), dtype=torch.long, device=dev)
         if self.recurrent:  # the state before each step, and where episodes start
-            self._b_state = torch.empty((T, *self._state.shape), device=dev)
+            self._b_state = torch.empty((T, *self.carry.core_state.shape), device=dev)
             self._b_start = torch.empty((T, B), dtype=torch.bool, device=dev)
 
     def collect(self) -> dict[str, torch.Tensor]:
@@ -202,9 +195,9 @@ class SerialCollector:
     def _collect(self) -> dict[str, torch.Tensor]:
         obs_rms, ret_rms = _running_stats(self.policy)
         if obs_rms is not None and obs_rms.count == 0:
-            obs_rms = first_statistics(obs_rms, self._obs)
+            obs_rms = first_statistics(obs_rms, self.carry.obs)
         reward_std = ret_rms.std() if ret_rms is not None else 1.0
-        raw = self._obs
+        raw = self.carry.obs
         for t in range(self.n_steps):
             if obs_rms is not None:
                 self._b_raw_obs[t] = raw
@@ -213,8 +206,8 @@ class SerialCollector:
                 obs = raw
             self._b_obs[t] = obs
             if self.recurrent:
-                self._b_state[t] = self._state
-                self._b_start[t] = self._episode_start
+                self._b_state[t] = self.carry.core_state
+                self._b_start[t] = self.carry.episode_start
             action = self._act_and_step(t, obs)
             if self._b_actions is None:
                 self._b_actions = torch.empty(
@@ -227,15 +220,15 @@ class SerialCollector:
             terminated, truncated = self._repeat(terminated), self._repeat(truncated)
             self._b_terminated[t] = terminated
             torch.logical_or(terminated, truncated, out=self._b_dones[t])
-            if self._episode is not None:
-                self._b_episode[t] = self._episode
-                self._episode += self._b_dones[t]
+            if self.carry.episode is not None:
+                self._b_episode[t] = self.carry.episode
+                self.carry.episode += self._b_dones[t]
             if self.recurrent:
-                self._episode_start = self._b_dones[t].clone()
+                self.carry.episode_start = self._b_dones[t].clone()
             if ret_rms is not None:
-                self._running_return.mul_(self.gamma).add_(reward)
-                self._b_running_return[t] = self._running_return
-                self._running_return.masked_fill_(self._b_dones[t], 0.0)
+                self.carry.running_return.mul_(self.gamma).add_(reward)
+                self._b_running_return[t] = self.carry.running_return
+                self.carry.running_return.masked_fill_(self._b_dones[t], 0.0)
                 reward = reward / reward_std
             self._b_rewards[t] = reward
             self._b_final_obs[t] = self._per_agent(info["final_obs"])
@@ -247,7 +240,7 @@ class SerialCollector:
                 if self._b_ep_outcome is None:
                     self._b_ep_outcome = torch.zeros_like(self._b_rewards)
                 self._b_ep_outcome[t] = self._per_agent(episode["outcome"])
-        self._obs = raw
+        self.carry.obs = raw
         T, B = self._b_rewards.shape
         # The obs after step t is the final obs for copies that ended, the next obs otherwise.
         final_obs = self._b_final_obs.flatten(0, 1)
@@ -256,7 +249,7 @@ class SerialCollector:
         if self.recurrent:
             # The state after step t: the one stored before step t + 1 (before any reset),
             # and for the last step the one carried on.
-            after = torch.cat((self._b_state[1:], self._state.unsqueeze(0))).flatten(0, 1)
+            after = torch.cat((self._b_state[1:], self.carry.core_state.unsqueeze(0))).flatten(0, 1)
             no_start = torch.zeros(T * B, dtype=torch.bool, device=after.device)
             next_values = self.policy.get_value(final_obs, after, no_start).view(T, B)
         else:
@@ -284,7 +277,7 @@ class SerialCollector:
         }
         if self.next_obs:
             data["next_obs"] = rows(final_obs.view(self._b_obs.shape))
-        if self._episode is not None:
+        if self.carry.episode is not None:
             data["episode"] = rows(self._b_episode)
             data["group"] = rows(self._group.expand(T, B))
             dev = self.env.device
@@ -312,7 +305,7 @@ class SerialCollector:
         for group, rows in zip(self._groups, self._group_rows, strict=True):
             if self.recurrent:
                 action, logp, value, state = self.policy.step(
-                    obs[rows], self._state[rows], self._episode_start[rows]
+                    obs[rows], self.carry.core_state[rows], self.carry.episode_start[rows]
                 )
                 states.append(state)
             else:
@@ -322,7 +315,7 @@ class SerialCollector:
             group.step_async(self._per_copy_action(action))
             actions.append(action)
         if self.recurrent:
-            self._state = states[0] if len(states) == 1 else torch.cat(states)
+            self.carry.core_state = states[0] if len(states) == 1 else torch.cat(states)
         return actions[0] if len(actions) == 1 else torch.cat(actions)
 
     def _per_agent(self, x: torch.Tensor) -> torch.Tensor:

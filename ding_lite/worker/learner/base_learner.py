@@ -27,7 +27,7 @@ from ding_lite.utils.rng import get_rng_state, set_rng_state
 from ding_lite.utils.stop import DIVERGED
 from ding_lite.utils.timer import PhaseTimer
 from ding_lite.worker.learner import checkpoint as ckpt_files
-from ding_lite.worker.learner.checkpoint import latest_checkpoint, read_checkpoint
+from ding_lite.worker.learner.checkpoint import ckpt_name, latest_checkpoint, read_checkpoint
 from ding_lite.worker.learner.learner_config import (
     check_policy_device,
     learner_config,
@@ -167,11 +167,12 @@ class BaseLearner:
             data = to_device(data, self._device)
         start = time.perf_counter()
         self.call_hook("before_iter")
-        prepare = getattr(self._policy.learn_mode, "prepare", None)  # DI-engine's: none
+        learn = self._policy if isinstance(self._policy, LearnMode) else self._policy.learn_mode
+        prepare = getattr(learn, "prepare", None)  # DI-engine's: none
         with self._timer("advantage"):
             data = data if prepare is None else prepare(data)
         with self._timer("update"):
-            info = self._policy.learn_mode.forward(data)
+            info = learn.forward(data)
         self._iters_done += 1
         self._learn_info = dict(info)
         if info.get("diverged"):  # too many non-finite steps in a row: more cannot help
@@ -280,7 +281,7 @@ class BaseLearner:
             return self._last_saved
         if self.rank != 0:
             return self.ckpt_dir
-        path = self.ckpt_dir / f"{name or f'ckpt_iter{self._iters_done:08d}'}.pt"
+        path = self.ckpt_dir / (f"{name}.pt" if name else ckpt_name(self._iters_done))
         if not self._tmp_checked:  # a killed earlier run may have left a half-written file
             ckpt_files.remove_stale_tmp(self.ckpt_dir)
             self._tmp_checked = True
@@ -325,12 +326,11 @@ class BaseLearner:
 
     @policy.setter
     def policy(self, policy: Any) -> None:
-        """A policy, or its ``learn_mode`` (DI-engine's idiom): the learner keeps the policy.
+        """A policy, or its ``learn_mode`` (DI-engine's idiom), trained through that mode.
 
         Raises:
             ConfigError: ``learner.use_cuda`` picked another device than the policy's.
         """
-        policy = policy.policy if isinstance(policy, LearnMode) else policy
         check_policy_device(self._device, policy)
         self._policy = policy
 

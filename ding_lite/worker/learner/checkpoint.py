@@ -9,7 +9,6 @@ with a warning naming it, and the one before it is loaded.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from ding_lite.utils.distributed import GroupLost
 from ding_lite.utils.errors import CheckpointError, DiskFullError
 from ding_lite.utils.file_io import safe_torch_load
 from ding_lite.utils.log import get_logger
-from ding_lite.utils.paths import BEST_CKPT
+from ding_lite.utils.paths import BEST_CKPT, CKPT_GLOB, ckpt_name, parse_ckpt_name
 from ding_lite.utils.stop import sigterm_interrupts
 
 __all__ = [
@@ -28,6 +27,7 @@ __all__ = [
     "BestEval",
     "checkpoint_iter",
     "checkpoint_on_exit",
+    "ckpt_name",
     "checkpoints",
     "latest_checkpoint",
     "latest_valid_checkpoint",
@@ -37,15 +37,12 @@ __all__ = [
 ]
 
 CKPT_FORMAT = "ding_lite.ckpt.v1"
-_CKPT_RE = re.compile(r"^ckpt_iter(\d+)\.pt$")
 
 
 def checkpoints(folder: str | Path) -> list[Path]:
     """The ``ckpt_iter*.pt`` files in ``folder``, newest (highest iteration) first."""
     folder = Path(folder)
-    found = [
-        (int(m.group(1)), p) for p in folder.glob("ckpt_iter*.pt") if (m := _CKPT_RE.match(p.name))
-    ]
+    found = [(n, p) for p in folder.glob(CKPT_GLOB) if (n := parse_ckpt_name(p.name)) is not None]
     return [p for _, p in sorted(found, reverse=True)]
 
 
@@ -57,8 +54,7 @@ def latest_checkpoint(folder: str | Path) -> Path | None:
 
 def checkpoint_iter(path: str | Path) -> int | None:
     """The iteration in a ``ckpt_iter<N>.pt`` file name (None for a named checkpoint)."""
-    m = _CKPT_RE.match(Path(path).name)
-    return int(m.group(1)) if m else None
+    return parse_ckpt_name(Path(path).name)
 
 
 def remove_stale_tmp(folder: str | Path) -> list[Path]:

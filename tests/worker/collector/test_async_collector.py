@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import wait_for as wait_until
 
 from ding_lite.config import get_config
 from ding_lite.data import read_rollout, write_policy
@@ -29,13 +30,8 @@ def make(
     )
 
 
-def wait_for(predicate, timeout=45.0):  # under the tests' 60 s limit: a loaded host is slow
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
+def wait_for(predicate):
+    return wait_until(predicate, 45.0)  # under the tests' 60 s limit: a loaded host is slow
 
 
 @pytest.mark.timeout(60)

@@ -17,7 +17,7 @@ from ding_lite.envs import create_env
 from ding_lite.envs.buffered import BufferedEnv
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
-from ding_lite.policy.base import CollectMode
+from ding_lite.policy.base import Acting, CollectMode
 from ding_lite.utils.errors import ConfigError
 from ding_lite.worker.collector import SerialCollector
 
@@ -57,14 +57,21 @@ class ScriptedRecurrent(ScriptedCollect):
         return (*self._outputs(obs, state[:, 0]), state)
 
 
-class ModeCollect(CollectMode):
+def mode_collect(ppo) -> CollectMode:
     """The PPO policy's collect mode acting with its distribution's mode (deterministic)."""
-
-    def forward(self, obs):
-        return self._policy.model.act(obs, deterministic=True)
-
-    def step(self, obs, state, episode_start):
-        return self._policy.model.step(obs, state, episode_start, deterministic=True)
+    model, sampling = ppo.model, ppo.collect_mode
+    return CollectMode(
+        Acting(
+            act=lambda obs: model.act(obs, deterministic=True),
+            step=lambda obs, state, starts: model.step(obs, state, starts, deterministic=True),
+            initial_state=sampling.initial_state,
+            load_model=sampling.load_state_dict,
+            recurrent=sampling.recurrent,
+            get_value=sampling.get_value,
+            obs_rms=sampling.obs_rms,
+            ret_rms=sampling.ret_rms,
+        )
+    )
 
 
 @dataclass
@@ -88,7 +95,7 @@ def make(name, overrides, k, policy="scripted", seed=3, num_envs=None):
     modes = {
         "scripted": ScriptedCollect(n),
         "scripted_recurrent": ScriptedRecurrent(n),
-        "mode": ModeCollect(ppo),
+        "mode": mode_collect(ppo),
         "sample": ppo.collect_mode,
     }
     collector = SerialCollector.from_config(

@@ -4,8 +4,8 @@ import torch
 
 from ding_lite.data.spec import probe_rollout_spec, validate_rollout
 from ding_lite.envs import create_env
-from ding_lite.envs.meet import LEFT, RIGHT
-from ding_lite.policy.advantages import AdvantageStep
+from ding_lite.envs.two_agent_meet import LEFT, RIGHT
+from ding_lite.policy.ppo.advantages import AdvantageStep
 from ding_lite.rl_utils import get_adv_estimator
 from ding_lite.worker.collector.evaluator import Evaluator
 from ding_lite.worker.collector.serial_collector import SerialCollector

@@ -1,9 +1,8 @@
 """Observation normalization and reward scaling in rollouts, and the statistics' data flow."""
 
-import time
-
 import pytest
 import torch
+from helpers import wait_for
 
 from ding_lite.config import get_config
 from ding_lite.data import write_policy
@@ -50,7 +49,7 @@ def test_rewards_are_scaled_by_the_running_return_std_like_a_plain_loop():
     # Statistics a previous version learned: the rollout scales by them, frozen.
     policy.model.ret_rms.merge(summarize(torch.tensor([0.0, 30.0, 60.0]), ()))
     policy.model.obs_rms.merge(summarize(torch.randn(50, 3) * 4 + 1, (3,)))
-    first_obs = collector._obs.clone()
+    first_obs = collector.carry.obs.clone()
     rec = Recorder(env)
     data = collector.collect()
     std = (policy.model.ret_rms.var + NORM_EPS).sqrt().float()
@@ -63,7 +62,7 @@ def test_rewards_are_scaled_by_the_running_return_std_like_a_plain_loop():
     assert torch.allclose(collector._b_rewards, torch.stack(rec.rewards) / std)
     assert torch.equal(data["reward"], collector._b_rewards.flatten())  # shipped scaled
     assert torch.allclose(data["ret_norm_update"][0], summarize(torch.stack(seen), ()))
-    assert torch.allclose(collector._running_return, running)
+    assert torch.allclose(collector.carry.running_return, running)
     # Observations: stored normalized with the frozen statistics, summarized raw.
     raw = torch.stack([first_obs, *rec.obs[:-1]])
     assert torch.allclose(data["obs"], policy.model.obs_rms.normalize(raw).flatten(0, 1))
@@ -107,15 +106,6 @@ def test_rollout_spec_checks_the_summaries():
     wrong = dict(data, ret_norm_update=data["ret_norm_update"].float())
     with pytest.raises(InvalidRolloutError, match="expected float64"):
         validate_rollout({"data": wrong}, spec, 150)
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 @pytest.mark.timeout(60)

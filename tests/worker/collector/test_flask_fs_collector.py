@@ -1,11 +1,11 @@
 """FlaskFileSystemCollector driven through its task handlers (no transport): policy paths
 confined to path_policy, config failures named by class, rollouts named for adoption."""
 
-import time
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import wait_for
 
 from ding_lite.config import compile_config
 from ding_lite.data import read_rollout, write_policy
@@ -31,16 +31,6 @@ def publish(tmp_path, cfg, version, folder=None):
         cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space, device="cpu"
     )
     return write_policy(folder or tmp_path / "run" / "policy", version, policy.model.state_dict())
-
-
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    return None
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import wait_for
 
 from ding_lite.config import get_config
 from ding_lite.data import read_rollout, write_policy
@@ -38,15 +39,6 @@ def files(tmp_path: Path) -> list[dict]:
         (read_rollout(p) | {"name": p.name} for p in (tmp_path / "data" / "c0").glob("*.pt")),
         key=lambda c: c["name"],
     )
-
-
-def wait_for(predicate, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return False
 
 
 def test_a_sync_collector_waits_for_each_newer_version(tmp_path):

@@ -49,22 +49,23 @@ def test_last_iter_is_bumped_after_the_after_iter_hooks(tmp_path):
 
 
 class FakePolicy:
+    """A policy whose learn mode is handed the callables it runs."""
+
     def __init__(self):
         self.inner = VectorPolicy(2)
-        self.learn_mode = LearnMode(self)
-
-    def _forward_learn(self, data):
-        return self.inner.forward(data)
-
-    def state_dict(self):
-        return self.inner.state_dict()
+        self.learn_mode = LearnMode(
+            forward=self.inner.forward,
+            prepare=lambda data: data,
+            state_dict=self.inner.state_dict,
+            load_state_dict=self.inner.load_state_dict,
+        )
 
 
 def test_policy_setter_takes_a_policy_or_its_learn_mode(tmp_path):
     policy = FakePolicy()
     learner = BaseLearner({}, None, exp_dir=tmp_path)
     learner.policy = policy.learn_mode  # DI-engine's idiom
-    assert learner.policy is policy
+    assert learner.policy is policy.learn_mode  # trained through, as DI-engine's learner
     learner.train(torch.ones(2))
     assert torch.equal(policy.inner.w, torch.ones(2))
 

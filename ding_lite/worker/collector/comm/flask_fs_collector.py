@@ -132,7 +132,7 @@ class FlaskFileSystemCollector:
             path_data=path_data,
             max_pending_files=cfg.system.max_pending_files,
             # evaluator.before_train: the policy it starts with is evaluated too.
-            report_first=bool(cfg.evaluator.get("before_train")),
+            report_first=bool(cfg.evaluator.before_train),
             sync=cfg.system.sync_collect,
         )
         try:
@@ -222,7 +222,7 @@ class FlaskFileSystemCollector:
         """Evaluates when ``version`` crosses a multiple of ``eval_freq`` (versions may be
         skipped when several arrive during one rollout)."""
         ev = self.cfg.evaluator
-        if version == 0 and ev.get("before_train") and not self._evaluated_initial:
+        if version == 0 and ev.before_train and not self._evaluated_initial:
             self._evaluated_initial = True  # the initial policy, whatever min_train_return
             return self._evaluate(version)
         if not ev.eval_freq or version // ev.eval_freq <= self._evaluated_bucket:

@@ -63,7 +63,7 @@ def build_policy(cfg: Any, device_override: str | None = None) -> tuple[Any, Any
         torch.cuda.set_device(device)
     set_seed(cfg.seed)
     # One reset group of copies (one copy without groups): what the shapes come from.
-    probe = build_env(cfg, cfg.env.get("reset_group_size", 1), "cpu", cfg.seed)
+    probe = build_env(cfg, cfg.env.reset_group_size, "cpu", cfg.seed)
     env_steps = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
     batch = env_steps * probe.num_agents  # samples: agent steps
     if min(cfg.policy.learn.batch_size, batch) % ranks:

@@ -8,6 +8,7 @@ here), so any test imports these by name, ``from helpers import wait_for``.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import re
 import socket
@@ -208,3 +209,14 @@ def list_table_rows(page: str, name: str) -> list[list[str]]:
     ``docs/<page>`` (its first row is the header)."""
     rows = re.split(r"^   \* - ", marked_region(page, name), flags=re.M)[2:]  # preamble, header
     return [re.split(r"^     - ", row, flags=re.M) for row in rows]
+
+
+BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
+
+
+def load_bench(name: str) -> Any:
+    """The script ``bench/<name>.py`` imported as a module (bench/ is no package)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", BENCH_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

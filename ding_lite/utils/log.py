@@ -70,6 +70,23 @@ def setup_console_logging(level: int = logging.WARNING) -> None:
     logger.setLevel(logging.DEBUG)
 
 
+def _load_tensorboardx() -> None:
+    """Imports tensorboardX without torch where the process has not imported torch.
+
+    tensorboardX's package imports torch when it is installed, only to accept tensors in
+    its ``SummaryWriter``, which ding_lite does not use: ~2 s of CPU that the torch-free
+    processes (the launcher, the coordinator, the dashboard) would pay at every start. Its
+    record and protobuf modules, all we use, need no torch.
+    """
+    if "tensorboardX" in sys.modules or "torch" in sys.modules:
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
+    try:
+        import tensorboardX  # noqa: F401
+    finally:
+        del sys.modules["torch"]
+
+
 def build_tb_logger(log_dir: str | os.PathLike) -> TbWriter:
     """Creates a tensorboard writer under ``log_dir`` (see :class:`TbWriter`)."""
     return TbWriter(log_dir)
@@ -90,6 +107,7 @@ class TbWriter:
     """
 
     def __init__(self, log_dir: str | os.PathLike, flush_secs: float = 10.0) -> None:
+        _load_tensorboardx()
         from tensorboardX.record_writer import RecordWriter
 
         self.log_dir = Path(log_dir)
@@ -278,6 +296,7 @@ def read_tb_events_from(
 ) -> tuple[dict[str, list[tuple[int, float, float]]], int]:
     """The scalars of the complete records from byte ``offset`` on, and the offset after
     the last complete one: read a file a writer still appends to a piece at a time."""
+    _load_tensorboardx()
     from tensorboardX.proto import event_pb2
 
     scalars: dict[str, list[tuple[int, float, float]]] = {}

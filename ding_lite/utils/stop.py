@@ -11,7 +11,10 @@ module installs a SIGTERM handler; a test checks it.
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -159,3 +162,24 @@ def signals_held() -> Iterator[list[int]]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def exit_now_if_threads_linger(code: int) -> int:
+    """Returns ``code``, or ends the process with it at once if a thread other than the
+    main one is still running.
+
+    A worker's task or collection thread can still be inside torch when the process
+    leaves (a stop that outlived its bounded joins, on a loaded host). Python's shutdown
+    then ends that thread in the middle of torch's C++ code, and the C++ runtime aborts the
+    whole process: exit -6 and "terminate called without an active exception", not the
+    code the worker chose. With such a thread alive, the logs and the standard streams are
+    flushed and the process ends without the interpreter's shutdown (``os._exit``).
+    """
+    main = threading.main_thread()
+    if not any(t is not main and t.is_alive() for t in threading.enumerate()):
+        return code
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -3,23 +3,16 @@ checkpoint, and bad arguments are one-line errors."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from helpers import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "aircombat_probe.py"
 
 
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("aircombat_probe_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("aircombat_probe")
 
 
 def _shares(line: str) -> list[float]:

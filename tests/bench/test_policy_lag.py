@@ -3,24 +3,17 @@ serial run through the script's own runner."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "policy_lag.py"
 
 
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("policy_lag_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("policy_lag")
 
 
 def _overrides(cmd: list[str]) -> dict[str, str]:

@@ -3,24 +3,17 @@ writes, and one tiny run through the script's own runner."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "zoo.py"
 
 
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("zoo_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("zoo")
 
 
 def row(experiment, seed, value, trainer="ding_lite", **extra):

@@ -52,9 +52,11 @@ def check_group_port_closed(chaos, port: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(150)
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_two_learner_ranks_solve_cartpole(chaos, seed):
-    proc = chaos.launch(*EXP, "--seed", str(seed))
+def test_two_learner_ranks_solve_cartpole(chaos):
+    """One seed: a learning check, not a learning figure (seeds are the benchmarks' job); the
+    ranks' step is checked against one process's exactly in
+    tests/worker/learner/distributed/."""
+    proc = chaos.launch(*EXP, "--seed", "0")
     address = chaos.address()
     assert wait_for(lambda: len(ranks_of(chaos, address, "learner0")) == 2, 30), chaos.report()
     port = rank_env(ranks_of(chaos, address, "learner0")[1])["MASTER_PORT"]

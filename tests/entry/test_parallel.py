@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from helpers import port_is_free, processes_with, wait_for
@@ -53,6 +54,16 @@ def assert_all_gone(address):
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+def _with_torch_loaded(pids, seen):
+    """Adds to ``seen`` each of ``pids`` whose process has torch's library mapped."""
+    for pid in pids:
+        try:
+            if "libtorch" in Path(f"/proc/{pid}/maps").read_text():
+                seen.add(pid)
+        except OSError:
+            pass  # ended meanwhile
+
+
 def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     proc = launch(
         tmp_path,
@@ -65,7 +76,17 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
         *FAST,
     )
     address = coordinator_address(tmp_path)
-    assert proc.wait(timeout=150) == 0, launcher_output(tmp_path)
+    # The coordinator only speaks HTTP and reads files: torch (~2 s of CPU at every start,
+    # every restart) is never loaded in it, from start to end.
+    torch_free = set(processes_with(f"coordinator --resume {tmp_path / 'run'} "))
+    assert len(torch_free) == 1
+    with_torch: set[int] = set()
+    deadline = time.monotonic() + 150
+    while proc.poll() is None and time.monotonic() < deadline:
+        _with_torch_loaded(torch_free, with_torch)
+        time.sleep(0.1)
+    assert proc.wait(timeout=5) == 0, launcher_output(tmp_path)
+    assert not with_torch, "torch loaded in the coordinator"
     run = tmp_path / "run"
     result = json.loads((run / "result.json").read_text())
     assert result["train_iter"] == 4 and result["stop_reason"] == "max_train_iter"
@@ -127,11 +148,12 @@ def test_sigkill_of_a_collector_mid_run(tmp_path):
     """The coordinator notices within its tolerance; the other collector solves CartPole."""
     proc = launch(tmp_path, "-c", "cartpole_ppo_parallel", "--seed", "0", *FAST)
     address = coordinator_address(tmp_path)
-    assert wait_for(lambda: processes_with("--worker-id collector1"), 60)
+    collector1 = f"--coordinator {address} --worker-id collector1 "  # this run's, no other
+    assert wait_for(lambda: processes_with(collector1), 60)
     log = tmp_path / "run" / "logs" / "coordinator.log"
     # Kill it while it is busy: after the learner has trained a few iterations.
     assert wait_for(lambda: len(list((tmp_path / "run" / "policy").glob("*.pt"))) >= 2, 60)
-    (victim,) = processes_with("--worker-id collector1")
+    (victim,) = processes_with(collector1)
     os.kill(victim, signal.SIGKILL)
     killed_at = time.time()
     assert proc.wait(timeout=200) == 0, launcher_output(tmp_path)

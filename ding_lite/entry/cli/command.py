@@ -11,7 +11,13 @@ from typing import Any
 from ding_lite.entry.cli.arguments import SHORTHANDS, build_parser
 from ding_lite.entry.cli.interrupts import import_for
 from ding_lite.utils.errors import DingLiteError, DiskFullError
-from ding_lite.utils.stop import STOP_REASONS, RunInterrupted, exit_code, sigterm_interrupts
+from ding_lite.utils.stop import (
+    STOP_REASONS,
+    RunInterrupted,
+    exit_code,
+    exit_now_if_threads_linger,
+    sigterm_interrupts,
+)
 
 
 def _trained_paths(args: argparse.Namespace) -> Any:
@@ -251,7 +257,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 def _worker(args: argparse.Namespace) -> int:
     from ding_lite.config.config import load_experiment
-    from ding_lite.entry.pipelines.parallel import run_worker
+    from ding_lite.entry.pipelines.worker_process import run_worker
 
     if args.config:  # a .py file registers its hooks and envs as it runs
         load_experiment(args.config)
@@ -323,6 +329,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    code = _run(args)
+    if args.command in ("learner", "collector"):  # threads that may still be inside torch
+        return exit_now_if_threads_linger(code)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's exit code; a known error or an interrupt is one line on stderr."""
     # SIGTERM unwinds like Ctrl-C: one line and exit 143, whether it lands in imports,
     # config compilation, env building or the run.
     try:

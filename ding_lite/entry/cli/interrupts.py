@@ -15,10 +15,12 @@ from ding_lite.utils.stop import RunInterrupted, signals_held
 # The module each command imports first: torch, numpy and the rest come with it.
 _COMMAND_MODULES = {
     "serial": "ding_lite.entry.pipelines.serial",
+    # The coordinator only speaks HTTP and reads files: torch-free, so a restart does not
+    # pay torch's ~2 s of start-up CPU (a test checks).
     "parallel": "ding_lite.entry.pipelines.parallel",
-    "coordinator": "ding_lite.entry.pipelines.coordinator_process",  # torch-free: see command
-    "learner": "ding_lite.entry.pipelines.parallel",
-    "collector": "ding_lite.entry.pipelines.parallel",
+    "coordinator": "ding_lite.entry.pipelines.coordinator_process",
+    "learner": "ding_lite.entry.pipelines.worker_process",
+    "collector": "ding_lite.entry.pipelines.worker_process",
     "eval": "ding_lite.entry.trained.evaluate",
     "render": "ding_lite.entry.trained.render",
 }

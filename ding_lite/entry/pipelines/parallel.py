@@ -20,7 +20,6 @@ from ding_lite.coordinator.ledger import LEDGER_KEYS
 from ding_lite.entry.launch.local import Launcher
 from ding_lite.entry.launch.supervisor import CoordinatorFailed, RunSupervisor
 from ding_lite.entry.pipelines.coordinator_process import run_coordinator
-from ding_lite.entry.pipelines.worker_process import run_worker
 from ding_lite.entry.run.lifecycle import RESULT_FILE, RunDir, resumable, shared_folders, tidy_data
 from ding_lite.entry.run.options import RunOptions, compile_run_config
 from ding_lite.entry.run.result import summary
@@ -161,6 +160,5 @@ __all__ = [
     "compile_parallel_config",
     "parallel_pipeline",
     "run_coordinator",
-    "run_worker",
     "tidy_data",
 ]

@@ -99,6 +99,8 @@ def test_four_hosts_solve_cartpole_with_the_documented_commands(hosts, tmp_path)
             log.close()
     report = "\n".join(f"--- {h}\n{_out(tmp_path, h)[-3000:]}" for h in argv)
     assert code == 0, report
+    # Bound to 0.0.0.0, it prints an address the other hosts can dial: its own.
+    assert "coordinator at 10.0.0.1:7235; waiting for workers" in _out(tmp_path, "coordinator")
     assert worker_codes == {"learner": 0, "collector": 0, "collector2": 0}, report
     result = json.loads((run_dir / "result.json").read_text())
     assert result["solved"] and result["stop_reason"] == "solved", result

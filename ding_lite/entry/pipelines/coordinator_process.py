@@ -25,6 +25,7 @@ from ding_lite.entry.run.lifecycle import RunDir, shared_folders, tidy_data
 from ding_lite.entry.run.result import summary
 from ding_lite.entry.run.saved_config import load_saved_config
 from ding_lite.interaction import Master, resolve_token
+from ding_lite.interaction.addresses import reachable
 from ding_lite.utils import stop
 from ding_lite.utils.file_io import remove_stale_tmp
 from ding_lite.utils.log import get_logger, setup_file_logging
@@ -186,7 +187,9 @@ def coordinate(
     live = live_status(cfg, run_dir.path, master, lambda: coordinator)
     try:
         if link is None:
-            say(f"coordinator at {master.address}; waiting for workers", flush=True)
+            shown, every = reachable(master.address)
+            also = f" (listening on {master.address}: {', '.join(every)})" if len(every) > 1 else ""
+            say(f"coordinator at {shown}; waiting for workers{also}", flush=True)
         coordinator = Coordinator(
             cfg,
             LauncherTransport(master, link) if link is not None else master,

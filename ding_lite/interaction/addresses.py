@@ -1,0 +1,48 @@
+"""The addresses other machines can use to reach a server bound to every interface.
+
+A server given ``--host 0.0.0.0`` listens on all of the machine's addresses, but
+``0.0.0.0:<port>`` is no address another machine can dial: what a command prints for the
+user to hand to other machines is one of the interfaces' own addresses instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+
+WILDCARDS = ("0.0.0.0", "::", "")
+_SIOCGIFADDR = 0x8915  # Linux's ioctl: an interface's IPv4 address
+
+
+def interface_addresses() -> list[str]:
+    """The IPv4 addresses of this machine's interfaces, loopback ones last (Linux; elsewhere
+    the addresses the host name resolves to)."""
+    found: list[str] = []
+    try:
+        import fcntl
+
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            for _, name in socket.if_nameindex():
+                request = struct.pack("256s", name.encode()[:15])
+                with contextlib.suppress(OSError):  # an interface without an IPv4 address
+                    answer = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, request)
+                    found.append(socket.inet_ntoa(answer[20:24]))
+    except (ImportError, OSError):
+        with contextlib.suppress(OSError):
+            found = socket.gethostbyname_ex(socket.gethostname())[2]
+    unique = list(dict.fromkeys(found))
+    return sorted(unique, key=lambda a: a.startswith("127."))
+
+
+def reachable(address: str) -> tuple[str, list[str]]:
+    """``(address to show, every address it is reachable at)`` for a bound ``host:port``.
+
+    A wildcard host becomes the machine's first non-loopback interface address (127.0.0.1
+    when it has none); any other address is returned as it is.
+    """
+    host, _, port = address.rpartition(":")
+    if host.strip("[]") not in WILDCARDS:
+        return address, [address]
+    every = [f"{a}:{port}" for a in interface_addresses()] or [f"127.0.0.1:{port}"]
+    return every[0], every

@@ -273,7 +273,10 @@ class HttpServer(Service):
         while self._busy() and time.monotonic() < flush_deadline:
             time.sleep(0.01)
         if thread.is_alive():
-            server.trigger.pull_trigger(lambda: wasyncore.close_all(self._map, ignore_all=True))
+            try:
+                server.trigger.pull_trigger(lambda: wasyncore.close_all(self._map, ignore_all=True))
+            except OSError:  # the loop closed its trigger meanwhile: it is closing all
+                pass
             thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():
             logger.warning("server '%s' loop still running after %.1f s", self.name, timeout)

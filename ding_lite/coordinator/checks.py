@@ -81,7 +81,16 @@ def check_learner_start(out: dict, path_policy: str | Path) -> dict[str, Any]:
         "checkpoint": _checkpoint_name(out.get("checkpoint")),
         # Ranks of a data-parallel learner (a learner that does not say is one).
         "ranks": _int({"ranks": out.get("ranks", 1)}, "ranks", 1, 1 << 16),
+        "running": _flag(out, "running"),
     }
+
+
+def _flag(out: dict, key: str) -> bool:
+    """A boolean field that may be left out (False)."""
+    value = out.get(key, False)
+    if not isinstance(value, bool):
+        raise ResultError(f"field '{key}' must be a boolean, got {value!r:.40}")
+    return value
 
 
 def _checkpoint_name(value: Any) -> str | None:

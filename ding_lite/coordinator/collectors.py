@@ -42,6 +42,7 @@ def idle_poll_interval(collectors: int) -> float:
 
 
 MAX_DATA_FAILURES = 5  # consecutive failed data tasks (not timeouts) before a restart
+RESYNC_INTERVAL_S = 1.0  # a collector behind the newest policy is sent it again this often
 
 
 class CollectorPool(CoordinatorPart):
@@ -58,6 +59,7 @@ class CollectorPool(CoordinatorPart):
         self._failures: dict[str, int] = {}
         self._idle_until: dict[str, float] = {}
         self._backoff = Backoff()
+        self._resync_at: dict[str, float] = {}  # no sync of a missed version before this
         self._quiet = QuietLog(self.logger)
 
     @property
@@ -110,7 +112,7 @@ class CollectorPool(CoordinatorPart):
                 self.state.addresses.pop(cid)
             if record is not None and record.state == LOST:
                 record.state = RUNNING  # it came back within reach (no restarter)
-                self.logger.info(f"collector {cid} is back")
+                self.logger.warning(f"collector {cid} is back")
             if record is not None and record.state != STARTING:
                 continue
             self._start(cid, policy)
@@ -177,6 +179,7 @@ class CollectorPool(CoordinatorPart):
                     cid, "collector_data_task", {}, self.cfg.system.http_timeout
                 )
         self._syncs = [s for s in self._syncs if not self._sync_done(*s)]
+        self._catch_up()
         self.state.status.collectors_alive = len(self.running())
 
     def _harvest(self, cid: str, outcome: Any) -> None:
@@ -268,11 +271,30 @@ class CollectorPool(CoordinatorPart):
             self.state.evaluator = running[0]  # the evaluating collector was lost: hand it over
             self.logger.warning(f"collector {self.state.evaluator} takes over evaluation")
         for cid in running:
-            task = {**data, "evaluate": True} if cid == self.state.evaluator else data
-            future = self.transport.send_task_async(
-                cid, "collector_policy_sync_task", task, self.cfg.system.http_timeout
-            )
-            self._syncs.append((cid, version, future))
+            self._send_sync(cid, data)
+
+    def _send_sync(self, cid: str, data: dict[str, Any]) -> None:
+        task = {**data, "evaluate": True} if cid == self.state.evaluator else data
+        future = self.transport.send_task_async(
+            cid, "collector_policy_sync_task", task, self.cfg.system.http_timeout
+        )
+        self._syncs.append((cid, data["version"], future))
+        self._resync_at[cid] = time.monotonic() + RESYNC_INTERVAL_S
+
+    def _catch_up(self) -> None:
+        """Sends the newest policy again to a running collector whose sync of it failed (a
+        cut link, a collector lost and back) and that has none on its way: no new version
+        may come while it is the only collector, so it must not wait for the next one."""
+        policy = self.state.policy
+        if not policy.path:
+            return
+        data = {"path": policy.path, "version": policy.version, "published_at": policy.published_at}
+        syncing = {cid for cid, _, _ in self._syncs}
+        now = time.monotonic()
+        for cid in self.running():
+            behind = self.records[cid].version < policy.version and cid not in syncing
+            if behind and now >= self._resync_at.get(cid, 0.0):
+                self._send_sync(cid, data)
 
     def _sync_done(self, cid: str, version: int, future: Future) -> bool:
         if not future.done():

@@ -32,6 +32,7 @@ from ding_lite.utils.log import get_logger
 
 SCAN_INTERVAL_S = 1.0  # how often path_data is scanned for files nobody reported
 ADOPT_AFTER_S = 2.0  # a file is adopted once it is this old and still unreported
+CUT_OFF_POLL_S = 0.1  # while no worker is heard, how often the loop looks again
 
 
 class Coordinator:
@@ -175,6 +176,11 @@ class Coordinator:
 
     def _loop(self) -> None:
         while not self._should_stop():
+            if getattr(self.transport, "cut_off_s", 0.0):
+                # Nobody is heard: tasks could not arrive, and their failures would count
+                # against workers that are only out of reach. Wait for a sign of life.
+                time.sleep(CUT_OFF_POLL_S)
+                continue
             self.collectors.start_new(self.state.policy)
             self.collectors.poll()
             self._scan()
@@ -208,12 +214,14 @@ class Coordinator:
         if self.stop_request.reason:
             self.stop_run(self.stop_request.reason)
         elif learner is not None and learner not in learners:
-            self.learner_link.recover("lost: no heartbeat, or its process ended")
+            # Not blamed: the same process may come back (a link restored, a pause over) and
+            # is then taken back where it stands.
+            self.learner_link.recover("lost: no heartbeat, or its process ended", blame=False)
         elif learner is not None and self.state.is_new_process(
             learner, where_registered(self.transport, "learner").get(learner)
         ):
             self.learner_link.recover("was replaced by a new process with its id", blame=False)
-        elif self._no_collectors_for() > 2 * self.cfg.system.heartbeat_tolerance:
+        elif self._no_collectors_for() > self._no_collectors_limit():
             self.stop_run(stop.NO_COLLECTORS, "no collector is left and none is coming back")
         elif self.watchdog.stalled():
             self.stop_run(
@@ -231,6 +239,14 @@ class Coordinator:
             self._paused_seen = paused
             self.watchdog.restart_clock()
             self._no_collectors_since = None
+
+    def _no_collectors_limit(self) -> float:
+        """Seconds without a collector before the run ends as no_collectors. Per role (no
+        launcher to replace them), a lost collector keeps trying to reach this coordinator
+        for its master_timeout (a cut link, a pause) and may come back until then."""
+        system = self.cfg.system
+        limit = 2 * system.heartbeat_tolerance
+        return limit if self.restarter is not None else max(limit, system.master_timeout)
 
     def _no_collectors_for(self) -> float:
         pending = self.restarter.pending("collector") if self.restarter else 0

@@ -24,6 +24,7 @@ from ding_lite.coordinator.state import Policy
 from ding_lite.coordinator.status import StopRequest
 from ding_lite.coordinator.watchdog import Watchdog
 from ding_lite.coordinator.workers import where_registered
+from ding_lite.interaction.protocol import may_have_arrived
 from ding_lite.utils import stop
 from ding_lite.utils.paths import CKPT_GLOB
 
@@ -88,8 +89,11 @@ class LearnerLink(CoordinatorPart):
             hook = {k: v for k, v in config["learner"]["hook"].items() if k != LOAD_HOOK}
             learner = {**config["learner"], "hook": hook, "load_path": str(ckpt)}
             config = {**config, "learner": learner}
+        # A learner still running this run (back after a cut link or a pause) answers where
+        # its training stands instead of starting again.
+        data = {"config": config, "take_back": True} if resume else {"config": config}
         outcome = self.transport.send_task(
-            lid, "learner_start_task", {"config": config}, self.cfg.system.task_timeout
+            lid, "learner_start_task", data, self.cfg.system.task_timeout
         )
         try:
             if not outcome.success:
@@ -105,6 +109,9 @@ class LearnerLink(CoordinatorPart):
                 self.restarter.worker_failed(lid, "learner", f"failed to start: {err}")
                 status.restarts = self.restarter.restarts
             return False
+        if not start["running"] and state.inflight is not None:  # a new process: the batch
+            self.ledger.give_back()  # goes back (a file it lacks was consumed by the old one)
+            state.inflight = None
         state.learner, self._failures, status.learner_ranks = lid, 0, start["ranks"]
         if (address := where_registered(self.transport, "learner").get(lid)) is not None:
             state.addresses[lid] = address
@@ -114,7 +121,8 @@ class LearnerLink(CoordinatorPart):
         if not resume:
             state.envstep_base = status.envstep = start["envstep"]
         else:
-            self.logger.info(f"learner {lid} resumed at policy v{start['policy_version']}")
+            how = "taken back" if start["running"] else "resumed"  # (after a loss: said)
+            self.logger.warning(f"learner {lid} {how} at policy v{start['policy_version']}")
             self.collectors.sync(state.policy, rollback=True)
         loaded = start["checkpoint"] or "~"  # "~" sorts after every checkpoint name
         if skipped := sorted(p.name for p in ckpt.glob(CKPT_GLOB) if p.name > loaded):
@@ -124,13 +132,18 @@ class LearnerLink(CoordinatorPart):
         return True
 
     def recover(self, reason: str, blame: bool = True) -> None:
-        """The learner is gone or broken: restart it from its checkpoint, or end the run.
+        """The learner is gone or broken: take it back, restart it from its checkpoint, or
+        end the run.
 
-        ``blame``: its id is not tried again (False: a new process holds the id now)."""
+        ``blame``: that process is not tried again (it failed). Not blamed (lost, or a new
+        process holds its id now), the batch on its way stays on its way: a learner that
+        comes back as the same process is sent it again under the same batch id, and
+        answers as it did if it trained on it (see :meth:`_start`)."""
         state = self.state
         lost, state.learner = state.learner, None
-        self.ledger.give_back()
-        state.inflight = None
+        if blame:
+            self.ledger.give_back()
+            state.inflight = None
         self.logger.error(f"learner {lost} {reason}")
         address = state.addresses.pop(lost or "", None)
         if lost is not None and blame:  # that process is not tried again (its id may be)
@@ -196,9 +209,13 @@ class LearnerLink(CoordinatorPart):
                 raise ResultError(outcome.error)
             info = check_learn_info(outcome.result or {}, self.path_policy)
         except ResultError as err:
-            self.ledger.give_back()
-            state.inflight = None
-            self.save("settle")
+            # The batch stays on its way when the learner may have it (lost, cut off): it
+            # goes again under its batch id, and a learner that trained on it answers as it
+            # did. One the learner refused goes back to the queue.
+            if not may_have_arrived(outcome.error):
+                self.ledger.give_back()
+                state.inflight = None
+                self.save("settle")
             return self._task_failed("learner_learn_task", str(err))
         self.ledger.settle(info["outcome"])
         state.inflight = None

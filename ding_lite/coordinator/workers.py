@@ -23,6 +23,11 @@ class Transport(Protocol):
     def restore_workers(self, workers: list[tuple[str, str, str]]) -> None:
         """Knows again the ``(worker_id, role, address)`` of a previous coordinator."""
 
+    @property
+    def cut_off_s(self) -> float:
+        """Seconds nobody has been heard from while this host may be cut off (else 0.0):
+        no task goes out meanwhile (optional; a transport without it is never cut off)."""
+
 
 class Restarter(Protocol):
     """Restarts workers (the launcher); the per-role coordinator runs without one."""

@@ -46,3 +46,10 @@ def reachable(address: str) -> tuple[str, list[str]]:
         return address, [address]
     every = [f"{a}:{port}" for a in interface_addresses()] or [f"127.0.0.1:{port}"]
     return every[0], every
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``host:port`` names this machine's loopback (127.x, ::1, localhost): a worker
+    there shares the coordinator's host, so no network cut can come between them."""
+    host = address.rpartition(":")[0].strip("[]").lower()
+    return host == "localhost" or host == "::1" or host.startswith("127.")

@@ -43,11 +43,13 @@ from ding_lite.interaction.protocol import (
     ROLES,
     SLAVE_TASK,
     TASK_RESULT_SCHEMA,
+    WORKER_LOST,
     TaskResult,
     WorkerInfo,
     check_id,
     check_worker_id,
 )
+from ding_lite.interaction.reach import call_back
 from ding_lite.interaction.roster import Roster
 from ding_lite.interaction.server import THREAD_PREFIX, HttpServer, ServerError, Service
 from ding_lite.utils.clock import wait_running
@@ -80,6 +82,13 @@ class Master(Service):
             ``on_register``.
         client_timeout: default timeout of calls to workers, seconds or ``(connect, read)``.
         client_retries: retries of calls to workers that could not connect.
+        cut_off_tolerance: seconds of silence from every worker, some on other hosts, before
+            any of them is declared lost (0: judged one by one; see
+            :class:`~.roster.Roster`): this host's own link cut off is not their death.
+        check_callback: a registration is answered only once the master has reached the
+            worker at the address it gives (a ping); one it cannot reach gets 400 naming the
+            address, so a worker that advertises an address other hosts cannot dial stops at
+            once with that line instead of being declared lost later.
     """
 
     def __init__(
@@ -95,6 +104,8 @@ class Master(Service):
         on_worker_lost: WorkerCallback | None = None,
         client_timeout: Timeout = DEFAULT_TIMEOUT,
         client_retries: int = 3,
+        cut_off_tolerance: float = 0.0,
+        check_callback: bool = False,
     ) -> None:
         if heartbeat_tolerance <= 0 or task_timeout <= 0:
             raise ConfigError("heartbeat_tolerance and task_timeout must be positive seconds")
@@ -108,8 +119,11 @@ class Master(Service):
         def make_client(address: str) -> HttpClient:
             return HttpClient(address, token, timeout=client_timeout, retries=client_retries)
 
-        self._roster = Roster(heartbeat_tolerance, make_client)
+        self._roster = Roster(heartbeat_tolerance, make_client, cut_off_tolerance)
         self._roster.on_pause = self._forgave_pause
+        self._roster.on_cut_off = self._cut_off
+        self._check_callback = check_callback
+        self._token = token
         self.app = make_app("master", token, max_body_bytes)
         self._server = HttpServer(self.app, host, port, name="master")
         self._events: queue.Queue[tuple[WorkerCallback, WorkerInfo] | None] = queue.Queue()
@@ -197,6 +211,28 @@ class Master(Service):
             self.heartbeat_tolerance,
         )
 
+    @property
+    def cut_off_s(self) -> float:
+        """Seconds since any worker was heard from, while nobody is and some of them are
+        on other hosts (this host may be cut off from them), else 0.0."""
+        return self._roster.cut_off_s
+
+    def _cut_off(self, starts: bool, seconds: float) -> None:
+        if starts:
+            logger.warning(
+                "no worker has been heard from for %.0f s: this host may be cut off from "
+                "them; none is declared lost for up to %.0f s, and no task goes out meanwhile",
+                seconds,
+                self._roster.cut_off_tolerance,
+            )
+        else:
+            logger.warning(
+                "workers heard from again after %.0f s of silence: every worker gets a "
+                "fresh %.0f s to be heard from",
+                seconds,
+                self.heartbeat_tolerance,
+            )
+
     def pending_tasks(self) -> dict[str, str]:
         """``task_id -> worker_id`` of the tasks sent and not yet resolved."""
         return self._roster.pending()
@@ -279,7 +315,7 @@ class Master(Service):
     def _monitor(self) -> None:
         interval = min(0.5, max(0.01, self.heartbeat_tolerance / 4))
         while not self._stopping.wait(interval):
-            for info in self._roster.pop_lost("worker lost"):
+            for info in self._roster.pop_lost(WORKER_LOST):
                 logger.warning(
                     "worker '%s' lost: no heartbeat for %.1f s",
                     info.worker_id,
@@ -316,6 +352,8 @@ class Master(Service):
             base_url(address)
         except ConfigError as e:
             raise ApiError(Code.BAD_REQUEST, f"field 'address': {e}") from None
+        if self._check_callback:
+            call_back(worker_id, address, self._token)
         try:
             info, replaced = self._roster.register(worker_id, role, address)
         except ApiError as e:

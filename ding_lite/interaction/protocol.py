@@ -29,6 +29,22 @@ TASK_RESULT_SCHEMA = {
     "error": str,
 }
 DEREGISTER_SCHEMA = {"worker_id": str}
+
+#: The error of a task whose worker was declared lost before it answered (it may still have
+#: done the task: a learner cut off mid-task trained on its batch all the same).
+WORKER_LOST = "worker lost"
+# Failures of the transport after which the task may have reached the worker all the same:
+# the worker lost, no result in time, or the request sent and no answer (a cut link; TCP
+# may deliver it once the link is back). A task the worker itself failed is none of them.
+MAYBE_DONE = (WORKER_LOST, "timed out after ", "could not deliver task: ")
+
+
+def may_have_arrived(error: str) -> bool:
+    """Whether a task that failed with ``error`` may have reached its worker (and been done
+    or be under way there): the caller should send it again as it was, not a new one."""
+    return error.startswith(MAYBE_DONE)
+
+
 TASK_SCHEMA = {"task_id": str, "name": str, "data": dict}
 PING_SCHEMA: dict[str, type] = {}
 

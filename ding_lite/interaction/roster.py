@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ding_lite.interaction.addresses import is_loopback
 from ding_lite.interaction.client import HttpClient
 from ding_lite.interaction.envelope import ApiError, Code
-from ding_lite.interaction.protocol import TaskResult, WorkerInfo
+from ding_lite.interaction.protocol import WORKER_LOST, TaskResult, WorkerInfo
 from ding_lite.utils.clock import PauseDetector
 
 
@@ -57,12 +58,23 @@ class Roster:
     Args:
         heartbeat_tolerance: seconds of silence after which a worker counts as lost.
         make_client: builds the client used to call a worker at an address.
+        cut_off_tolerance: seconds nobody may be heard from before anyone is declared lost,
+            when the silent include workers on other hosts (0: no such rule). When every
+            worker falls silent at once, the likeliest cause is this host's own link, not
+            all of them dying together; workers give up on an unreachable master after
+            their ``master_timeout``, which is what this should be.
     """
 
     def __init__(
-        self, heartbeat_tolerance: float, make_client: Callable[[str], HttpClient]
+        self,
+        heartbeat_tolerance: float,
+        make_client: Callable[[str], HttpClient],
+        cut_off_tolerance: float = 0.0,
     ) -> None:
         self.heartbeat_tolerance = heartbeat_tolerance
+        self.cut_off_tolerance = cut_off_tolerance
+        # The last heartbeat heard, while nobody has been heard since (see _cut_off_locked).
+        self._cut_off_since: float | None = None
         self._make_client = make_client
         self._lock = threading.Lock()
         self._workers: dict[str, _Worker] = {}
@@ -73,6 +85,15 @@ class Roster:
         self._pause = PauseDetector(max(0.5, heartbeat_tolerance / 2))
         #: Called (outside the lock) with the seconds of each pause of this process noticed.
         self.on_pause: Callable[[float], None] | None = None
+        #: Called (outside the lock) with ``(True, seconds)`` when nobody has been heard from
+        #: for the heartbeat tolerance, and ``(False, seconds)`` when someone is heard again.
+        self.on_cut_off: Callable[[bool, float], None] | None = None
+
+    @property
+    def cut_off_s(self) -> float:
+        """Seconds since any worker was last heard from, while nobody is (else 0.0)."""
+        since = self._cut_off_since
+        return 0.0 if since is None else time.monotonic() - since
 
     @property
     def paused_s(self) -> float:
@@ -150,7 +171,7 @@ class Roster:
         if replaced is None:
             return info, None
         old, orphans = replaced
-        self._fail(old, orphans, "worker lost")
+        self._fail(old, orphans, WORKER_LOST)
         return info, self._info(old, now)
 
     def heartbeat(self, worker_id: str) -> str:
@@ -206,17 +227,50 @@ class Roster:
         """
         with self._lock:
             now, paused = self._judge()
+            news = self._cut_off_locked(now)
+            silent = [] if self._cut_off_since is not None else list(self._workers.values())
             lost = [
                 self._pop_worker_locked(w.worker_id)
-                for w in list(self._workers.values())
+                for w in silent
                 if now - w.last_seen > self.heartbeat_tolerance
             ]
         self._paused(paused)
+        if news is not None and self.on_cut_off is not None:
+            self.on_cut_off(*news)
         infos = []
         for worker, orphans in lost:
             self._fail(worker, orphans, reason)
             infos.append(self._info(worker, now))
         return infos
+
+    def _cut_off_locked(self, now: float) -> tuple[bool, float] | None:
+        """Judges whether this master is cut off from its workers (lock held).
+
+        Nobody heard for the heartbeat tolerance, with workers on other hosts among them:
+        nobody is declared lost for up to ``cut_off_tolerance`` seconds of that silence.
+        The first worker heard again ends it, and every worker gets a fresh tolerance (the
+        others' heartbeats may still be on their way). Past ``cut_off_tolerance`` the
+        silent are lost as usual. Returns the news to tell (see :attr:`on_cut_off`).
+        """
+        workers = list(self._workers.values())
+        heard = max((w.last_seen for w in workers), default=now)
+        since = self._cut_off_since
+        if since is not None and now - heard <= self.heartbeat_tolerance:
+            for worker in workers:
+                worker.last_seen = max(worker.last_seen, now)
+            self._cut_off_since = None
+            return False, now - since
+        remote = any(not is_loopback(w.address) for w in workers)
+        if self.cut_off_tolerance <= 0 or not remote:
+            self._cut_off_since = None
+            return None
+        if now - heard <= self.heartbeat_tolerance or now - heard > self.cut_off_tolerance:
+            self._cut_off_since = None
+            return None
+        if since is None:
+            self._cut_off_since = heard
+            return True, now - heard
+        return None
 
     def _paused(self, seconds: float) -> None:
         if seconds and self.on_pause is not None:

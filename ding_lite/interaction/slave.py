@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ding_lite.interaction.addresses import reachable
 from ding_lite.interaction.app import DEFAULT_MAX_BODY_BYTES, json_route, make_app
 from ding_lite.interaction.auth import resolve_token
 from ding_lite.interaction.client import DEFAULT_TIMEOUT, HttpClient, Timeout, cap_timeout
@@ -74,8 +75,8 @@ class Slave(Service):
         token: shared token; None reads ``DING_LITE_TOKEN``.
         host: interface to bind; 127.0.0.1 unless the master runs on another machine.
         port: port to bind; 0 picks a free one.
-        advertise_address: the ``host:port`` the master should call; defaults to the bound one
-            (set it when binding 0.0.0.0).
+        advertise_address: the ``host:port`` the master should call; defaults to the bound
+            one (0.0.0.0: the first interface address; set it to pick another).
         heartbeat_period: seconds between heartbeats; keep well under the master's tolerance.
         register_timeout: seconds :meth:`start` keeps trying to reach the master.
         max_body_bytes: larger request bodies get 413.
@@ -152,8 +153,10 @@ class Slave(Service):
     # ----------------------------------------------------------------- lifecycle
     @property
     def address(self) -> str:
-        """The ``host:port`` the master calls (after :meth:`start`)."""
-        return self._advertise_address or self._server.address
+        """The ``host:port`` the master calls (after :meth:`start`): the advertised one, else
+        the bound one, a wildcard (``--host 0.0.0.0``) as this machine's first non-loopback
+        interface address, one the other hosts can dial."""
+        return self._advertise_address or reachable(self._server.address)[0]
 
     def queued_tasks(self) -> int:
         """Tasks accepted and not yet started."""
@@ -329,7 +332,10 @@ class Slave(Service):
                     f"handler of '{task.name}' returned {type(result).__name__}, expected a dict"
                 )
             return True, result, ""
-        except Exception as e:
+        except DingLiteError as e:  # a message for the user: one line
+            logger.warning("task %s '%s' failed: %s", task.task_id, task.name, e)
+            return False, {}, f"{type(e).__name__}: {e}"
+        except Exception as e:  # a bug: its traceback
             logger.warning("task %s '%s' failed", task.task_id, task.name, exc_info=True)
             return False, {}, f"{type(e).__name__}: {e}"
 

@@ -11,6 +11,7 @@ import resource
 import selectors
 import socket
 import threading
+import urllib.error
 import urllib.request
 
 import pytest
@@ -121,8 +122,9 @@ def test_collector_that_cannot_use_its_device_is_dropped(chaos):
 @pytest.mark.timeout(150)
 def test_forged_learner_registered_before_the_real_one(chaos):
     """A token holder registers a learner at an address nobody serves, before learner0 (which
-    needs seconds to import torch): the coordinator drops it and starts the real one (the
-    issue: "learner failed to start" and the run ended at once)."""
+    needs seconds to import torch): the coordinator cannot call it back and refuses it with
+    400 naming the address, and starts the real one (the issue: "learner failed to start"
+    and the run ended at once; since issue 38 a registration is called back first)."""
     dead = socket.socket()  # bound, never listening: connections to it are refused
     dead.bind(("127.0.0.1", 0))
     try:
@@ -139,15 +141,18 @@ def test_forged_learner_registered_before_the_real_one(chaos):
             headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
             method="POST",
         )
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            assert answer.status == 200
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=20)
+        assert refused.value.code == 400
+        message = json.loads(refused.value.read())["message"]
+        assert f"cannot reach this worker at {body['address']}" in message, message
         assert "learner learner0 registered" not in chaos.log("coordinator")  # it was first
         assert chaos.finish(proc, 100) == 0, chaos.report()
     finally:
         dead.close()
     result = chaos.result()
     assert result["stop_reason"] == "max_train_iter" and result["train_iter"] == RUN_ITERS
-    assert "learner-forged" in chaos.log("coordinator")
+    assert "refused registration of 'learner-forged': cannot reach" in chaos.log("coordinator")
     assert_ledger_balanced(result)
 
 

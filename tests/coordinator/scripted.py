@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from ding_lite.config import compile_config
 from ding_lite.coordinator import Coordinator, RunStatus
 from ding_lite.coordinator.ledger import OUTCOMES
+from ding_lite.interaction.protocol import WORKER_LOST
 from ding_lite.utils import stop
 from ding_lite.utils.paths import rollout_name
 from ding_lite.worker.collector.comm import FlaskFileSystemCollector
@@ -66,7 +67,8 @@ class ScriptedTransport:
         script: ``learner_batch`` (the get_data answer's batch size), ``fail_start``
             (worker -> the error of its start task), ``silent`` (collectors that never
             collect), ``unreported`` (write files, report none), ``done_reason``,
-            ``resume_version`` (the version a resumed learner starts at).
+            ``resume_version`` (the version a resumed learner starts at), ``cut_off_at``
+            (``(learner, iteration)``: see below).
     """
 
     def __init__(
@@ -95,6 +97,13 @@ class ScriptedTransport:
         self.iteration, self.seq = 0, 0
         self.pending: set[str] = set()
         self.after_learn: Callable[[ScriptedTransport], None] | None = None
+        # (learner, iteration): its answer to the learn task that reaches that iteration
+        # never arrives (the worker is declared lost); it registers again a moment later.
+        self.cut_off_at: tuple[str, int] | None = script.get("cut_off_at")
+        self._back_in = 0  # worker_ids calls until the cut-off learner registers again
+        self._cut_off = ""
+        self.answers: dict[str, dict] = {}  # the scripted learner's answers by batch id
+        self.started: set[str] = set()  # learners started and not closed
         self.coordinator: Coordinator | None = None
 
     @classmethod
@@ -114,6 +123,10 @@ class ScriptedTransport:
 
     # the transport
     def worker_ids(self, role: str) -> list[str]:
+        if self._back_in and role == "learner":
+            self._back_in -= 1
+            if not self._back_in:
+                self.ids["learner"].append(self._cut_off)
         return list(self.ids[role])
 
     def workers(self, role: str | None = None) -> list[SimpleNamespace]:
@@ -142,6 +155,10 @@ class ScriptedTransport:
             result = getattr(self, name)(worker, data)
         if name == "learner_learn_task" and self.after_learn is not None:
             self.after_learn(self)
+        if name == "learner_learn_task" and self.cut_off_at == (worker, self.iteration):
+            self.lose(worker)
+            self.cut_off_at, self._cut_off, self._back_in = None, worker, 5  # once
+            return outcome(False, error=WORKER_LOST)
         return outcome(True, result)
 
     def send_task_async(self, worker: str, name: str, data: dict, timeout: float) -> Future:
@@ -151,6 +168,11 @@ class ScriptedTransport:
 
     # the scripted learner
     def learner_start_task(self, worker: str, data: dict) -> dict:
+        if worker in self.started and data.get("take_back"):  # still training: where it is
+            it = self.iteration
+            return {**self._policy(it), "envstep": 0, "batch_size": self.start_batch,
+                    "checkpoint": None, "running": True}  # fmt: skip
+        self.started.add(worker)
         resumed = bool(data["config"]["learner"].get("load_path"))
         self.iteration = self.resume_version if resumed else 0
         self.start_batch = ROLLOUT * data["config"]["system"]["collectors"]
@@ -169,7 +191,17 @@ class ScriptedTransport:
         it = self.iteration
         return {"batch_size": batch, "iteration": it, "policy_version": it, "stop_reason": None}
 
+    def _policy(self, iteration: int) -> dict:
+        path = str(self.path_policy / f"policy_v{iteration:08d}.pt")
+        return {"policy_path": path, "policy_version": iteration, "published_at": 0.0}
+
     def learner_learn_task(self, worker: str, data: dict) -> dict:
+        if data.get("batch") in self.answers:  # trained on already: the same answer
+            return self.answers[data["batch"]]
+        self.answers[data["batch"]] = answer = self._learn(data)
+        return answer
+
+    def _learn(self, data: dict) -> dict:
         trained = [m["path"] for m in data["files"]]
         for path in trained:
             Path(path).unlink()

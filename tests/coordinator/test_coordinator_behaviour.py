@@ -129,7 +129,10 @@ def test_watchdog_stops_a_stalled_run_naming_what_it_waited_on(tmp_path):
 def test_no_collector_left_ends_the_run(tmp_path):
     transport = ScriptedTransport(tmp_path, ["c0", "c1"], iters=100)
     transport.after_learn = lambda t: t.ids["collector"].clear()
-    status = run_scripted(tmp_path, transport, heartbeat_tolerance=0.1)
+    # No launcher: a lost collector may come back for master_timeout (a cut link).
+    started = time.monotonic()
+    status = run_scripted(tmp_path, transport, heartbeat_tolerance=0.1, master_timeout=1.5)
+    assert 1.5 <= time.monotonic() - started < 10.0
     assert status.stop_reason == "no_collectors" and status.train_iter == 1
     assert "no collector is left" in status.stop_detail
     assert stop.exit_code(status.stop_reason) == 1
@@ -150,6 +153,25 @@ def test_a_learner_whose_start_fails_is_dropped_and_the_next_one_started(tmp_pat
     started = time.monotonic()
     status = run_scripted(tmp_path / "b", transport, collectors=1)
     assert status.stop_reason == "learner_failed" and time.monotonic() - started < 0.9
+
+
+def test_a_lost_learner_that_comes_back_is_taken_back_where_it_stands(tmp_path):
+    """The issue: a learner whose host was cut off for 40 s was declared lost; when the link
+    came back it registered again and was never given work ("no learner started within
+    120 s"). Its answer to the batch it trained on while cut off never arrived: taken back
+    (``take_back``: it answers where it stands, no restart from the checkpoint), it is sent
+    that batch again under the same id and answers as before, so the batch counts once."""
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "ckpt_iter00000002.pt").write_bytes(b"")
+    transport = ScriptedTransport(tmp_path, ["c0"], iters=5, cut_off_at=("learner0", 3))
+    status = run_scripted(tmp_path, transport, collectors=1)
+    assert status.stop_reason == "max_train_iter" and status.train_iter == 5, status
+    starts = transport.sent("learner_start_task")
+    assert [w for w, _ in starts] == ["learner0", "learner0"] and starts[1][1]["take_back"]
+    batches = [d["batch"] for _, d in transport.sent("learner_learn_task")]
+    assert len(batches) == 6 and batches[2] == batches[3]  # the lost answer's batch, again
+    assert len(set(batches)) == 5 and status.ledger["trained"] == 5, status.ledger
+    assert status.restarts == 0 and status.policy_version == 5
 
 
 def test_a_lost_learner_is_restarted_from_the_checkpoint(tmp_path):

@@ -318,3 +318,61 @@ def test_restored_workers_are_answered_and_a_new_process_takes_an_id_over(monkey
         registry.register("c0", "collector", "127.0.0.1:12")
     registry.restore([("c0", "collector", "127.0.0.1:99")])  # known ids stay as they are
     assert registry.heartbeat("c0") == "127.0.0.1:9"
+
+
+def _tick(registry: Roster, fake: _Clock, seconds: float, beating: tuple[str, ...] = ()):
+    """Advances the clock in monitor-sized steps; ``beating`` workers heartbeat throughout.
+    Returns ``(worker id, when)`` of each worker declared lost meanwhile."""
+    lost = []
+    for _ in range(int(seconds / 0.5)):
+        fake.now += 0.5
+        for worker_id in beating:
+            registry.heartbeat(worker_id)
+        lost += [(w.worker_id, fake.now) for w in registry.pop_lost("worker lost")]
+    return lost
+
+
+def _cut_off_registry(monkeypatch, *addresses: str) -> tuple[Roster, _Clock, list]:
+    registry, fake = _registry(monkeypatch)
+    registry.cut_off_tolerance = 12.0
+    news: list[tuple[bool, float]] = []
+    registry.on_cut_off = lambda starts, seconds: news.append((starts, seconds))
+    for n, address in enumerate(addresses):
+        registry.register(f"w{n}", "collector", address)
+    return registry, fake, news
+
+
+def test_silence_from_every_remote_worker_is_a_cut_off_not_their_deaths(monkeypatch):
+    """The issue: the coordinator's host cut off for 30 s declared every worker lost after
+    10 s. Nobody heard, with workers on other hosts: nobody is lost until the cut-off
+    tolerance, and the first worker heard again gives every worker a fresh tolerance."""
+    registry, fake, news = _cut_off_registry(monkeypatch, "10.0.0.2:7236", "10.0.0.3:7236")
+    assert _tick(registry, fake, 10.0) == []
+    assert news == [(True, 3.5)] and registry.cut_off_s == 10.0
+    registry.heartbeat("w1")  # the link is back: w1's heartbeat arrives first
+    assert _tick(registry, fake, 2.5) == []  # w0's may take a moment more
+    assert news[1][0] is False and registry.cut_off_s == 0.0
+    registry.heartbeat("w0")
+    # Back to judging one by one: w1 silent from here on is lost after the tolerance.
+    lost = _tick(registry, fake, 5.0, beating=("w0",))
+    assert [w for w, _ in lost] == ["w1"]
+
+
+def test_a_cut_off_longer_than_its_tolerance_loses_everyone(monkeypatch):
+    registry, fake, news = _cut_off_registry(monkeypatch, "10.0.0.2:7236", "10.0.0.3:7236")
+    lost = _tick(registry, fake, 14.0)
+    assert sorted(w for w, _ in lost) == ["w0", "w1"] and lost[0][1] > 5000.0 + 12.0
+    assert news == [(True, 3.5)] and registry.cut_off_s == 0.0
+
+
+def test_silence_is_judged_one_by_one_where_no_cut_off_can_explain_it(monkeypatch):
+    """Workers on this host's loopback cannot be cut off from it; a worker silent while
+    another is heard is lost after the tolerance; no tolerance set: no cut-off rule."""
+    registry, fake, news = _cut_off_registry(monkeypatch, "127.0.0.1:9", "127.0.0.1:10")
+    assert len(_tick(registry, fake, 4.0)) == 2 and news == []
+    registry, fake, news = _cut_off_registry(monkeypatch, "10.0.0.2:7236", "10.0.0.3:7236")
+    lost = _tick(registry, fake, 4.0, beating=("w0",))
+    assert [w for w, _ in lost] == ["w1"] and news == []
+    registry, fake, news = _cut_off_registry(monkeypatch, "10.0.0.2:7236")
+    registry.cut_off_tolerance = 0.0
+    assert len(_tick(registry, fake, 4.0)) == 1 and news == []

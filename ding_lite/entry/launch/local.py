@@ -253,6 +253,10 @@ class LauncherTransport:
     def paused_s(self) -> float:
         return self.master.paused_s
 
+    @property
+    def cut_off_s(self) -> float:
+        return self.master.cut_off_s
+
 
 def spawn_worker(
     role: str,

@@ -63,6 +63,10 @@ def start_master(cfg: Any, token: str, on_worker_lost: Any = None) -> Master:
         on_register=_log_register,
         on_worker_lost=lost,
         client_timeout=(3.05, system.http_timeout),
+        # Silence from every worker at once, some on other hosts, is this host cut off
+        # (partitioned), not all of them dead: they wait master_timeout for it, so does it.
+        cut_off_tolerance=system.master_timeout,
+        check_callback=True,
     ).start()
 
 

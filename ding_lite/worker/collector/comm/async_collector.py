@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,9 @@ class AsyncCollector:
         sync: synchronous collection (``system.sync_collect``): after each rollout the loop
             waits for a policy version newer than the one it collected with, so every
             rollout is collected by the newest policy (a rollback lifts the wait).
+        out_of_reach: the loop pauses while this returns a reason (the coordinator has not
+            answered for a while: its policies cannot arrive, so rollouts would only go
+            stale, and a run that ended meanwhile would find files written after its close).
     """
 
     def __init__(
@@ -51,6 +55,7 @@ class AsyncCollector:
         on_policy: Any = None,
         report_first: bool = False,
         sync: bool = False,
+        out_of_reach: Callable[[], str] | None = None,
     ) -> None:
         self.collector = collector
         # A stream of its own, so that a learner holding back unfinished episodes tells this
@@ -78,6 +83,8 @@ class AsyncCollector:
         self._loaded_any = False  # a published policy replaced the built one's weights
         self._error: BaseException | None = None
         self._stop = threading.Event()
+        self._out_of_reach = out_of_reach or (lambda: "")
+        self._held = ""  # why the loop is paused for the coordinator ("" while it is not)
         self._thread: threading.Thread | None = None
         self._logger = get_logger(f"collector.{name}")
 
@@ -113,8 +120,13 @@ class AsyncCollector:
                 whatever the loop holds, and newer versions follow from it.
 
         Raises:
-            CheckpointError: the file is missing or unreadable.
+            CheckpointError: the file of a version it would use is missing or unreadable.
         """
+        with self._lock:
+            pending = self._pending_policy
+            newest = pending[0] if pending is not None else self.policy_version
+            if not rollback and self._loaded_any and version <= newest:
+                return  # a late sync (e.g. delivered after a cut link): its file may be gone
         file_version, state = read_policy(path)
         if file_version != version:
             raise ValueError(f"{path} holds policy version {file_version}, not {version}")
@@ -220,12 +232,25 @@ class AsyncCollector:
                 with self._lock:
                     self._evals.append(report)
 
+    def _hold(self) -> bool:
+        """Whether the coordinator is out of reach; says so when that starts and ends."""
+        why = self._out_of_reach()
+        if why and not self._held:
+            self._logger.warning(f"collection paused: {why}")
+        elif self._held and not why:
+            self._logger.warning("collection goes on: the coordinator answers again")
+        self._held = why
+        return bool(why)
+
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
                 self._unconsumed = [p for p in self._unconsumed if p.exists()]
                 if len(self._unconsumed) >= self.max_pending_files or self._awaits_policy():
                     self._stop.wait(0.002)
+                    continue
+                if self._hold():
+                    self._stop.wait(0.05)
                     continue
                 # Swapped in right before the rollout that acts with it, not while paused: a
                 # pause ends when the learner takes the files, so the work runs beside its

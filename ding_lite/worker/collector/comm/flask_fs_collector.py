@@ -31,6 +31,9 @@ from ding_lite.worker.collector.evaluator import Evaluator
 from ding_lite.worker.collector.serial_collector import SerialCollector
 
 EVAL_SEED_OFFSET = 1_000_003
+# Seconds without a heartbeat answer before collecting pauses: its rollouts could not be
+# reported, its policy could not be updated, and the run may have ended meanwhile.
+OUT_OF_REACH_S = 5.0
 TaskHandler = Any
 
 
@@ -134,6 +137,7 @@ class FlaskFileSystemCollector:
             # evaluator.before_train: the policy it starts with is evaluated too.
             report_first=bool(cfg.evaluator.before_train),
             sync=cfg.system.sync_collect,
+            out_of_reach=self._out_of_reach,
         )
         try:
             if data.get("evaluate"):
@@ -154,6 +158,16 @@ class FlaskFileSystemCollector:
         out = self._require_async().drain()
         self._recent_returns.extend(out["episode_returns"])
         return out
+
+    def _out_of_reach(self) -> str:
+        """Why collecting should wait for the coordinator ("" while it answers): no
+        heartbeat answered for :data:`OUT_OF_REACH_S` (a cut link, a coordinator stopped)."""
+        if self.slave is None:
+            return ""
+        silent = time.monotonic() - self.slave.last_contact
+        if silent < OUT_OF_REACH_S:
+            return ""
+        return f"the coordinator has not answered for {silent:.0f} s"
 
     def undelivered(self, name: str, result: dict[str, Any]) -> None:
         """A data task's answer never reached the coordinator (it was restarting): what it

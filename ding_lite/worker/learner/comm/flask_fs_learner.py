@@ -16,7 +16,6 @@ import functools
 import math
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ import torch
 from ding_lite.config.config import compile_config
 from ding_lite.data.files import remove_newer_policies, remove_temp_files, write_policy
 from ding_lite.utils import distributed
-from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import build_tb_logger, get_logger
 from ding_lite.utils.paths import UnsafePathError
 from ding_lite.utils.stop import DISK_FULL, DIVERGED, LEARNER_FAILED, STOP_REASONS
@@ -42,11 +40,11 @@ from ding_lite.worker.learner.comm.intake import (
     task_paths,
 )
 from ding_lite.worker.learner.comm.ranks import RankLeader, build_policy
+from ding_lite.worker.learner.comm.repeats import SAME, AnswerBook, start_again
 from ding_lite.worker.learner.comm.training_thread import CallbackHook, TrainingThread
 from ding_lite.worker.learner.learner_hook import LearnerHook, LoadCkptHook
 
 # Stops the learner asks for that are failures of the run (reported as its stop_reason).
-_ANSWERS_KEPT = 8  # learn answers remembered by batch id
 _FAILURE_STOPS = (DIVERGED, DISK_FULL, LEARNER_FAILED)
 
 
@@ -82,9 +80,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._best: BestPolicyWriter | None = None  # ckpt/best.pt, from start_task on
         self._published: Path | None = None  # the policy file send_policy wrote last
         self._learn_lock = threading.Lock()  # learn tasks run one at a time
-        # The answers of the last learn tasks by batch id: a coordinator restarted while
-        # one was on its way asks again, and must get the same answer, not a second update.
-        self._answers: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._answers = AnswerBook()  # a learn task asked again gets the same answer
         self._started_with: dict[str, Any] | None = None  # the start task of this run
         self._resumed_from: int | None = None
         #: Set once the coordinator closed this worker (its process may exit).
@@ -150,20 +146,27 @@ class FlaskFileSystemLearner(BaseCommLearner):
     def start_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Builds the policy and the BaseLearner from the run's config and starts training.
 
-        ``data``: ``{"config": resolved config dict}``. A learner that resumes from a
-        checkpoint (``learner.hook.load_ckpt_before_run``) first removes the published
-        policy versions newer than the checkpoint. Returns the first published policy and
-        ``resumed_from`` (the checkpoint's iteration, or None for a fresh start).
+        ``data``: ``{"config": resolved config dict, "take_back": bool}``. A learner that
+        resumes from a checkpoint (``learner.hook.load_ckpt_before_run``) first removes the
+        published policy versions newer than the checkpoint. Returns the first published
+        policy and ``resumed_from`` (the checkpoint's iteration, or None for a fresh start).
+
+        A learner training this run answers where it stands (``running`` true) to the same
+        start again or to a ``take_back`` of the run (:mod:`.repeats`).
 
         Raises:
             ConfigError: e.g. a device this machine lacks (the task fails as "ConfigError:
                 ...", which the coordinator does not retry).
         """
         if self._learner is not None and not self.closed.is_set():
-            if data == self._started_with:  # a restarted coordinator that did not book it
+            if start_again(self._started_with, data) == SAME:
                 self._logger.info("asked to start again, as started: where training stands")
-                return self._start_answer()
-            raise DingLiteError("learner already started")
+            else:
+                self._logger.warning(
+                    "taken back by the coordinator, which had lost contact with this learner: "
+                    f"training goes on from iteration {self._require_learner().train_iter}"
+                )
+            return {**self._start_answer(), "running": True}
         self._learner, self._thread, self._best = None, None, None  # resident: a new run
         self.closed.clear()
         cfg = compile_config(data["config"])
@@ -243,6 +246,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "resumed_from": self._resumed_from,
             "checkpoint": loaded.name if (loaded := learner.loaded_checkpoint) else None,
             "ranks": self.world_size,
+            "running": False,
         }
 
     def get_data_task(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -263,10 +267,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
 
         ``data``: ``{"files": [metadata or path...], "envstep": int, "batch": id}``; a
         batch id answered before gets that answer again (nothing is read or trained).
-        Every path must lie
-        inside ``path_data``, else the task fails with ``UnsafePathError`` and no file is
-        touched. A learner that stopped (``stop_reason`` set) touches no file either; the
-        coordinator gets the files back as not consumed.
+        Every path must lie inside ``path_data``, else the task fails with
+        ``UnsafePathError`` and no file is touched. A learner that stopped (``stop_reason``
+        set) touches no file either; the coordinator gets the files back as not consumed.
 
         Returns:
             The learn info (see ``_info``), with every named file in exactly one of
@@ -280,9 +283,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
         if isinstance(envstep, bool) or not isinstance(envstep, int) or envstep < 0:
             raise ValueError(f"field 'envstep' must be a non-negative int, got {envstep!r:.40}")
         with self._learn_lock:
-            if batch_id in self._answers:  # asked again by a restarted coordinator
+            if (answered := self._answers.get(batch_id)) is not None:
                 self._logger.info(f"batch {batch_id} was trained on already; answering again")
-                return self._answers[batch_id]
+                return answered
             self._best.take(best, learner.envstep)
             if self._state()[0] is not None:
                 return self._info(Intake())
@@ -305,10 +308,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
                 intake.training_failed()
                 return self._info(intake)
             info = self._info(intake, **published)
-            if batch_id is not None:
-                self._answers[batch_id] = info
-                while len(self._answers) > _ANSWERS_KEPT:
-                    self._answers.popitem(last=False)
+            self._answers.put(batch_id, info)
         if learner.tb_logger is not None:
             tb, step = learner.tb_logger, learner.envstep
             tb.add_scalar("charts/policy_lag", info["policy_lag"], step)

@@ -320,3 +320,26 @@ def test_best_checkpoint_from_reported_evaluations(tmp_path, start):
     assert closed["best"] == {"policy_version": 3, "return_mean": 25.5}
     policy = ding_lite.load_policy(best_pt)
     assert policy.train_iter == 3 and policy.predict(torch.zeros(4)).shape == ()
+
+
+@pytest.mark.timeout(120)
+def test_a_learner_is_taken_back_where_it_stands_and_fenced_by_batch_id(tmp_path, start):
+    """A coordinator that lost this learner (a cut link) asks it to start with ``take_back``
+    and its resume config: it answers where its training stands (``running``), and a batch
+    it trained on already gets its first answer again, with no second update. Another run's
+    config, or no ``take_back``, is still refused."""
+    learner, first = start()
+    assert first["running"] is False
+    config = learner._started_with["config"]
+    info = learner.learn_task({"files": [rollout(tmp_path, 0)], "envstep": N, "batch": "b1"})
+    assert info["iteration"] == 1
+    resume = {**config, "learner": {**config["learner"], "load_path": str(tmp_path / "ckpt")}}
+    back = learner.start_task({"config": resume, "take_back": True})
+    assert back["running"] is True and back["policy_version"] == 1
+    assert back["policy_path"] == info["policy_path"]
+    again = learner.learn_task({"files": [rollout(tmp_path, 1)], "envstep": N, "batch": "b1"})
+    assert again == info and learner.get_data_task({})["iteration"] == 1
+    with pytest.raises(DingLiteError, match="already started"):
+        learner.start_task({"config": resume})
+    with pytest.raises(DingLiteError, match="already started"):
+        learner.start_task({"config": {**config, "seed": 99}, "take_back": True})

@@ -29,8 +29,10 @@ def test_learner_start_get_data_and_close_results(tmp_path):
             "batch_size",
             "ranks",
             "published_at",
+            "running",
         }
         assert start["ranks"] == 1  # not distributed
+        assert start["running"] is False  # a fresh start, not a take-back
         assert start["policy_version"] == 0 and start["resumed_from"] is None
         assert start["checkpoint"] is None
         assert start["policy_path"] == str(tmp_path / "policy" / "policy_v00000000.pt")

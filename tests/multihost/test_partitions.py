@@ -1,0 +1,98 @@
+"""Partitions: a host's link cut at the switch while a run of the documented per-role
+commands goes on, then restored (docs/parallel.rst, "Failures and guarantees").
+
+Each test says how long it cuts which host. A cut host sees no error: its packets stop
+arriving, as when a cable upstream is pulled, and its processes keep running.
+"""
+
+from __future__ import annotations
+
+import pytest
+from roles import RoleRun, balanced, layout
+
+RUN_TIMEOUT_S = 300
+
+
+def _start(hosts, tmp_path, collectors: int = 1, extra: tuple[str, ...] = ()) -> RoleRun:
+    names = ["coordinator", "learner", "collector"]
+    names += [f"collector{n}" for n in range(2, collectors + 1)]
+    net = hosts(*names)
+    run_dir = tmp_path / "runs" / "cartpole_1"
+    return RoleRun(net, tmp_path, layout(run_dir, collectors, extra), run_dir).start()
+
+
+def _solved(run: RoleRun) -> dict:
+    """The run ended solved, every process with exit 0, no traceback, nothing left."""
+    codes = run.finish(RUN_TIMEOUT_S)
+    assert codes == dict.fromkeys(run.argv, 0), run.report()
+    result = run.result()
+    assert result["solved"] and result["stop_reason"] == "solved", result
+    assert balanced(result["ledger"]), result["ledger"]
+    assert not [h for h in run.argv if "Traceback" in run.out(h)], run.report()
+    assert not run.nothing_running()
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S + 120)
+def test_the_learner_host_cut_off_for_40_s_is_taken_back(hosts, tmp_path):
+    run = _start(hosts, tmp_path)
+    run.wait_iteration(3)
+    learner = run.net.pids("learner")
+    run.cut_for("learner", 40.0)
+    _solved(run)
+    coordinator = run.out("coordinator")
+    assert "learner learner-a lost" in coordinator, run.report()
+    assert "learner learner-a taken back at policy v" in coordinator, run.report()
+    # The same process trained on: it was never restarted, nor started a second time.
+    assert run.out("learner").count("training cartpole_ppo_parallel") == 1, run.report()
+    assert learner and run.procs["learner"].pid in learner
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S + 120)
+def test_the_coordinator_host_cut_off_from_every_worker_for_30_s(hosts, tmp_path):
+    run = _start(hosts, tmp_path)
+    run.wait_iteration(3)
+    run.cut_for("coordinator", 30.0)
+    result = _solved(run)
+    coordinator = run.out("coordinator")
+    assert "no worker has been heard from for" in coordinator, run.report()
+    assert "lost: no heartbeat" not in coordinator, run.report()  # nobody was declared lost
+    assert result["restarts"] == 0 and result["coordinator_restarts"] == 0, result
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S + 120)
+def test_the_collector_host_cut_off_for_15_s_and_then_for_40_s(hosts, tmp_path):
+    run = _start(hosts, tmp_path)  # its only collector: the run cannot go on without it
+    run.wait_iteration(2)
+    run.cut_for("collector", 15.0)
+    run.wait_iteration(run.iteration() + 2)
+    run.cut_for("collector", 40.0)  # past the no_collectors limit of a launcher's run (20 s)
+    _solved(run)
+    coordinator = run.out("coordinator")
+    assert coordinator.count("collector collector-gpu-a lost: no heartbeat") == 2, run.report()
+    assert coordinator.count("collector collector-gpu-a is back") == 2, run.report()
+    # It paused its collection while cut off, and went on once the coordinator answered.
+    collector = run.out("collector")
+    assert collector.count("collection paused: the coordinator has not answered") == 2
+    assert collector.count("collection goes on") == 2, run.report()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_learner_host_that_never_comes_back_ends_the_run(hosts, tmp_path):
+    run = _start(hosts, tmp_path, extra=("system.join_timeout=15",))
+    run.wait_iteration(2)
+    run.net.cut("learner")  # for good
+    codes = run.finish(120, workers_s=90.0)
+    assert codes["coordinator"] == 1, run.report()
+    result = run.result()
+    assert result["stop_reason"] == "learner_failed", result
+    assert "no learner started within 15 s" in result["stop_detail"], result
+    assert balanced(result["ledger"]), result["ledger"]
+    # The cut-off learner stops by itself once the coordinator has not answered it for
+    # master_timeout (the documented command's default, 60 s).
+    assert codes["learner"] == 1 and "has not answered" in run.out("learner"), run.report()
+    assert not [h for h in run.argv if "Traceback" in run.out(h)], run.report()

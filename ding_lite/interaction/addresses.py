@@ -7,31 +7,14 @@ user to hand to other machines is one of the interfaces' own addresses instead.
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import struct
+from ding_lite.utils.interfaces import interfaces
 
 WILDCARDS = ("0.0.0.0", "::", "")
-_SIOCGIFADDR = 0x8915  # Linux's ioctl: an interface's IPv4 address
 
 
 def interface_addresses() -> list[str]:
-    """The IPv4 addresses of this machine's interfaces, loopback ones last (Linux; elsewhere
-    the addresses the host name resolves to)."""
-    found: list[str] = []
-    try:
-        import fcntl
-
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            for _, name in socket.if_nameindex():
-                request = struct.pack("256s", name.encode()[:15])
-                with contextlib.suppress(OSError):  # an interface without an IPv4 address
-                    answer = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, request)
-                    found.append(socket.inet_ntoa(answer[20:24]))
-    except (ImportError, OSError):
-        with contextlib.suppress(OSError):
-            found = socket.gethostbyname_ex(socket.gethostname())[2]
-    unique = list(dict.fromkeys(found))
+    """The IPv4 addresses of this machine's interfaces, loopback ones last."""
+    unique = list(dict.fromkeys(address for _, address in interfaces()))
     return sorted(unique, key=lambda a: a.startswith("127."))
 
 

@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from ding_lite.utils.errors import ConfigError, DingLiteError
+from ding_lite.utils.interfaces import interface_towards
 from ding_lite.utils.ports import free_port  # noqa: F401  (where it was found before)
 
 #: Environment variables that make a process one rank of a group (torchrun sets them all).
@@ -88,6 +89,11 @@ def init_from_env(timeout_s: float) -> tuple[int, int]:
     timeout = timedelta(seconds=timeout_s)
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    if addr not in LOOPBACK and "GLOO_SOCKET_IFNAME" not in os.environ:
+        # gloo's own sockets: on the interface that reaches the group's master, not the
+        # one the host name resolves to (which other hosts may not reach at all).
+        if (name := interface_towards(addr)) is not None:
+            os.environ["GLOO_SOCKET_IFNAME"] = name
     if os.environ.get(AGENT_STORE) == "True":  # torchrun's agent serves the store
         store = dist.TCPStore(addr, port, size, False, timeout=timeout)
     elif addr in LOOPBACK:  # one machine: rank 0 serves it on 127.0.0.1 only

@@ -33,6 +33,23 @@ def test_version_and_list_in_a_subprocess():
     assert "(opponent=self); ppo;" in next(line for line in lines if "selfplay" in line)
 
 
+def test_list_into_a_reader_that_is_gone_ends_quietly():
+    """``ding-lite list | head -1``: the reader has closed the pipe before the listing is
+    written; the command ends with SIGPIPE's exit code and says nothing (it printed a
+    BrokenPipeError traceback)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ding_lite", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    proc.stdout.close()  # the reader is gone before the interpreter has even started
+    code = proc.wait(timeout=60)
+    stderr = proc.stderr.read()
+    proc.stderr.close()
+    assert code == 141 and "Traceback" not in stderr, (code, stderr)
+
+
 def subcommands(parser):
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return sub.choices

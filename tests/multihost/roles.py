@@ -39,6 +39,15 @@ def documented_commands() -> dict[str, list[str]]:
     return commands
 
 
+def documented_torchrun() -> list[str]:
+    """The page's two-machine ``torchrun --nnodes 2 ...`` learner command (node rank 0)."""
+    text = (DOCS / "parallel.rst").read_text(encoding="utf-8")
+    start = text.index(f"{SECTION[1]} (see")
+    joined = re.sub(r"\\\n\s*", "", text[start : text.index("What to know about", start)])
+    lines = [line.strip() for line in joined.splitlines()]
+    return shlex.split(next(line for line in lines if line.startswith("torchrun --nnodes 2")))
+
+
 def substituted(argv: list[str], run_dir: Path, **changes: str) -> list[str]:
     """``argv`` with the page's run dir replaced by ``run_dir`` and each word in
     ``changes`` replaced by its value."""
@@ -95,7 +104,8 @@ class RoleRun:
         for host in hosts or list(self.argv):
             log = open(self.folder / f"{host}.out", "w")  # noqa: SIM115 (closed in finish)
             self._logs.append(log)
-            argv = [sys.executable, "-m", "ding_lite", *self.argv[host][1:]]
+            module = {"ding-lite": "ding_lite", "torchrun": "torch.distributed.run"}
+            argv = [sys.executable, "-m", module[self.argv[host][0]], *self.argv[host][1:]]
             self.procs[host] = self.net.start(
                 host, argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.folder
             )

@@ -34,6 +34,16 @@ def test_four_hosts_solve_cartpole_with_the_documented_commands(hosts, tmp_path)
     # The second collector binds every interface: it registers its own host's address.
     argv["collector2"] = ["0.0.0.0" if w == "10.0.0.4" else w for w in argv["collector2"]]
     run = RoleRun(net, tmp_path, argv, run_dir).start()
+    run.wait_iteration(2)
+    # What listens on each host (docs/parallel.rst, "Security defaults"): each process on
+    # the address it was given, nothing else.
+    listening = {host: set(net.listening(host)) for host in argv}
+    assert listening == {
+        "coordinator": {("0.0.0.0", 7235)},
+        "learner": {("10.0.0.2", 7236)},
+        "collector": {("10.0.0.3", 7236)},
+        "collector2": {("0.0.0.0", 7236)},
+    }, listening
     codes = run.finish(RUN_TIMEOUT_S)
     assert codes == dict.fromkeys(run.argv, 0), run.report()
     # Bound to 0.0.0.0, it prints an address the other hosts can dial: its own.

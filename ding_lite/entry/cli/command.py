@@ -4,6 +4,8 @@ arguments are in :mod:`.arguments`."""
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -357,6 +359,9 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("ding-lite: interrupted (SIGINT)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # ``ding-lite list | head``: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (flush at exit)
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -13,12 +13,18 @@ from roles import RoleRun, balanced, layout
 RUN_TIMEOUT_S = 300
 
 
-def _start(hosts, tmp_path, collectors: int = 1, extra: tuple[str, ...] = ()) -> RoleRun:
+def _start(
+    hosts, tmp_path, collectors: int = 1, extra: tuple[str, ...] = (), learner: tuple = ()
+) -> RoleRun:
+    """The documented run on hosts; ``extra``: config overrides (to the coordinator),
+    ``learner``: options added to the learner's command."""
     names = ["coordinator", "learner", "collector"]
     names += [f"collector{n}" for n in range(2, collectors + 1)]
     net = hosts(*names)
     run_dir = tmp_path / "runs" / "cartpole_1"
-    return RoleRun(net, tmp_path, layout(run_dir, collectors, extra), run_dir).start()
+    argv = layout(run_dir, collectors, extra)
+    argv["learner"] = [*argv["learner"], *learner]
+    return RoleRun(net, tmp_path, argv, run_dir).start()
 
 
 def _solved(run: RoleRun) -> dict:
@@ -83,16 +89,19 @@ def test_the_collector_host_cut_off_for_15_s_and_then_for_40_s(hosts, tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_a_learner_host_that_never_comes_back_ends_the_run(hosts, tmp_path):
-    run = _start(hosts, tmp_path, extra=("system.join_timeout=15",))
+    # Both sides give up sooner than by default (join 120 s, master 60 s), to keep it short.
+    run = _start(
+        hosts, tmp_path, extra=("system.join_timeout=15",), learner=("--master-timeout", "30")
+    )
     run.wait_iteration(2)
     run.net.cut("learner")  # for good
-    codes = run.finish(120, workers_s=90.0)
+    codes = run.finish(120, workers_s=60.0)
     assert codes["coordinator"] == 1, run.report()
     result = run.result()
     assert result["stop_reason"] == "learner_failed", result
     assert "no learner started within 15 s" in result["stop_detail"], result
     assert balanced(result["ledger"]), result["ledger"]
     # The cut-off learner stops by itself once the coordinator has not answered it for
-    # master_timeout (the documented command's default, 60 s).
+    # its --master-timeout.
     assert codes["learner"] == 1 and "has not answered" in run.out("learner"), run.report()
     assert not [h for h in run.argv if "Traceback" in run.out(h)], run.report()

@@ -55,6 +55,9 @@ setup(
         "test": [
             "pytest",
             "pytest-timeout",
+            # Two test processes (pyproject's addopts -n 2): many tests wait on servers,
+            # heartbeats and cut links, so a second one fills a core the first leaves idle.
+            "pytest-xdist",
             "gymnasium[mujoco]>=1.0",
             "matplotlib",
             "wandb",

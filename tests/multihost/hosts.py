@@ -17,21 +17,28 @@ left in the namespaces, deletes them (their veths go with them) and reports what
 not remove; the fixture turns that into a failure.
 
 Commands run in a host share this machine's filesystem (one shared filesystem, as a
-cluster with NFS would have).
+cluster with NFS would have). :meth:`TestHosts.name_hosts` gives the hosts names that
+resolve in every host (``/etc/netns/<namespace>/hosts``, which ``ip netns exec`` puts in
+place of ``/etc/hosts``), and a command started ``as_host`` runs with the host's name as
+its host name (``unshare --uts``), as on a cluster's nodes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
+import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 SUBNET = "10.0.0"
+ETC_NETNS = Path("/etc/netns")  # ip netns exec: /etc/netns/<namespace>/<file> over /etc/<file>
 IP_TIMEOUT_S = 10.0  # one `ip` command; it never takes more than a moment
 
 
@@ -88,6 +95,7 @@ class TestHosts:
         self.switch = f"{self.prefix}-sw"
         self.hosts: dict[str, Host] = {}
         self._made: list[str] = []
+        self._etc: list[Path] = []  # /etc/netns/<namespace> folders made by name_hosts
         try:
             self._add_netns(self.switch)
             _ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
@@ -123,14 +131,29 @@ class TestHosts:
     def address(self, name: str) -> str:
         return self.hosts[name].address
 
-    def command(self, name: str, argv: Sequence[str]) -> list[str]:
-        """``argv`` as a command line that runs it in host ``name``."""
-        return ["ip", "netns", "exec", self.hosts[name].netns, *argv]
+    def name_hosts(self) -> None:
+        """Makes every host's name resolve to its address in every host, as a cluster's
+        DNS would (removed at :meth:`close`)."""
+        table = "127.0.0.1 localhost\n"
+        table += "".join(f"{h.address} {h.name}\n" for h in self.hosts.values())
+        for host in self.hosts.values():
+            folder = ETC_NETNS / host.netns
+            folder.mkdir(parents=True, exist_ok=True)
+            self._etc.append(folder)
+            (folder / "hosts").write_text(table)
 
-    def start(self, name: str, argv: Sequence[str], **popen: Any) -> subprocess.Popen:
+    def command(self, name: str, argv: Sequence[str], as_host: bool = False) -> list[str]:
+        """``argv`` as a command line that runs it in host ``name`` (``as_host``: with the
+        host's name as its host name)."""
+        named = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name]
+        return ["ip", "netns", "exec", self.hosts[name].netns, *(named if as_host else []), *argv]
+
+    def start(
+        self, name: str, argv: Sequence[str], as_host: bool = False, **popen: Any
+    ) -> subprocess.Popen:
         """Starts ``argv`` in host ``name`` (``popen``: Popen's keywords); killed at close
         if still running."""
-        proc = subprocess.Popen(self.command(name, argv), **popen)
+        proc = subprocess.Popen(self.command(name, argv, as_host), **popen)
         self.hosts[name].procs.append(proc)
         return proc
 
@@ -187,6 +210,11 @@ class TestHosts:
             result = _ip("netns", "del", netns, check=False)
             if result.returncode != 0:
                 problems.append(f"namespace {netns}: {result.stderr.strip()}")
+        for folder in self._etc:
+            shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):  # (only when empty: it may hold others' files)
+            ETC_NETNS.rmdir()
+        problems += [f"{f} still exists" for f in self._etc if f.exists()]
         left = namespaces() & set(self._made)
         problems += [f"namespace {n} still exists" for n in sorted(left)]
         self._made = [n for n in self._made if n in left]
@@ -214,8 +242,10 @@ def _address(hex_address: str) -> str:
 
 
 def nothing_left(prefix: str) -> list[str]:
-    """Namespaces of ``prefix`` that still exist (for a teardown check)."""
-    return sorted(n for n in namespaces() if n.startswith(f"{prefix}-"))
+    """Namespaces of ``prefix`` (or their /etc/netns folders) that still exist (for a
+    teardown check)."""
+    made = set(namespaces()) | {p.name for p in ETC_NETNS.glob("*")}
+    return sorted(n for n in made if n.startswith(f"{prefix}-"))
 
 
 __all__ = ["Host", "TestHosts", "can_make_hosts", "namespaces", "nothing_left"]

@@ -107,6 +107,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def slurm_stand_ins(folder: Path, srun: str, scontrol: str, **env: str) -> dict[str, str]:
+    """Writes ``srun`` and ``scontrol`` stand-ins (their scripts) into ``folder/bin``;
+    returns this process's environment with them first on PATH, plus ``env``."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    for name, text in (("srun", srun), ("scontrol", scontrol)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", **env}
+
+
 def processes_with(text: str) -> list[int]:
     """Pids (not this process) whose command line contains ``text`` (args joined by spaces,
     with a trailing space). A zombie is dead, only not reaped yet: it does not count."""

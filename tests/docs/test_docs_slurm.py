@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import slurm_stand_ins
 
 from ding_lite.utils.distributed import free_port
 
@@ -36,15 +37,11 @@ FAKE_SCONTROL = """#!/bin/sh
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_slurm_recipe_runs_a_job_on_one_node(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
     run = tmp_path / "run"
-    env = dict(
-        os.environ,
-        PATH=f"{bin_dir}:{os.environ['PATH']}",
+    env = slurm_stand_ins(
+        tmp_path,
+        FAKE_SRUN,
+        FAKE_SCONTROL,
         SLURM_JOB_NUM_NODES="1",
         SLURM_JOB_NODELIST="localhost",
         SLURM_JOB_ID="4242",

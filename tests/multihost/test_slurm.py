@@ -13,11 +13,10 @@ short run (``max_train_iter``).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
-from helpers import DOCS
+from helpers import DOCS, slurm_stand_ins
 from roles import balanced
 
 SCRIPT = DOCS / "examples" / "slurm_ding_lite.sh"
@@ -49,15 +48,11 @@ SCONTROL = """#!/bin/sh
 def test_the_slurm_script_runs_a_two_node_job_across_hosts(hosts, tmp_path):
     net = hosts("node1", "node2")
     net.name_hosts()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, text in (("srun", SRUN), ("scontrol", SCONTROL)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
     run_dir = tmp_path / "runs" / "cp1"
-    env = dict(
-        os.environ,
-        PATH=f"{bin_dir}:{os.environ['PATH']}",
+    env = slurm_stand_ins(
+        tmp_path,
+        SRUN,
+        SCONTROL,
         SLURM_JOB_NUM_NODES="2",
         SLURM_JOB_NODELIST="node[1-2]",
         SLURM_JOB_ID="4243",

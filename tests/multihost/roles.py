@@ -91,10 +91,20 @@ class RoleRun:
         folder: where each host's output goes (``<host>.out``); the processes run there.
         argv: host -> the ``ding-lite ...`` command to run in it.
         run_dir: the run's folder (status.json, result.json).
+        hosts_of: role -> the host it runs in, where that is not the host of its name
+            (several roles in one host).
     """
 
-    def __init__(self, net: TestHosts, folder: Path, argv: dict[str, list[str]], run_dir: Path):
+    def __init__(
+        self,
+        net: TestHosts,
+        folder: Path,
+        argv: dict[str, list[str]],
+        run_dir: Path,
+        hosts_of: dict[str, str] | None = None,
+    ):
         self.net, self.folder, self.argv, self.run_dir = net, folder, argv, run_dir
+        self.hosts_of = {role: role for role in argv} | (hosts_of or {})
         self.procs: dict[str, subprocess.Popen] = {}
         self._logs: list[Any] = []
 
@@ -107,7 +117,12 @@ class RoleRun:
             module = {"ding-lite": "ding_lite", "torchrun": "torch.distributed.run"}
             argv = [sys.executable, "-m", module[self.argv[host][0]], *self.argv[host][1:]]
             self.procs[host] = self.net.start(
-                host, argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.folder
+                self.hosts_of[host],
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=self.folder,
             )
             if host == "coordinator":  # the workers keep trying for master_timeout only
                 assert wait_for(lambda: "coordinator at" in self.out("coordinator"), 60), (
@@ -161,7 +176,8 @@ class RoleRun:
 
     def nothing_running(self) -> dict[str, list[int]]:
         """Processes still running in each host (empty lists when the run left nothing)."""
-        return {h: self.net.pids(h) for h in self.argv if self.net.pids(h)}
+        hosts = set(self.hosts_of.values())
+        return {h: self.net.pids(h) for h in sorted(hosts) if self.net.pids(h)}
 
 
 def balanced(ledger: dict[str, int]) -> bool:

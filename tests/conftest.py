@@ -14,7 +14,8 @@ def pytest_configure(config):
     # Where PYTHONDONTWRITEBYTECODE is set (CI's machine sets it), nothing writes ding_lite's
     # bytecode, and each of the hundreds of processes the tests start would compile its ~150
     # modules again (~0.35 s of CPU each). Compiled once here, they all read it.
-    if sys.flags.dont_write_bytecode:
+    # (Once: in pytest-xdist's workers, which start after this ran in the controller.)
+    if sys.flags.dont_write_bytecode and not hasattr(config, "workerinput"):
         compileall.compile_dir(Path(__file__).parents[1] / "ding_lite", quiet=1)
     # A shell without job control starts background commands with SIGINT ignored, and every
     # process the tests start would inherit that: the tests that press Ctrl-C on a run would

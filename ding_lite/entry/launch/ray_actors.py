@@ -281,6 +281,9 @@ class RayLauncher(Launcher):
             run_options = {
                 "coordinator": self.address,
                 "worker_id": worker_id,
+                # On a cluster the actor serves on its node's address, which the coordinator
+                # calls back (127.0.0.1 there would be the coordinator's own machine).
+                "host": "127.0.0.1" if self._owns_ray else ip,
                 "heartbeat_period": system.heartbeat_period,
                 "master_timeout": system.master_timeout,
                 "dist_timeout": system.dist_timeout,

@@ -28,6 +28,7 @@ from typing import Any
 from ding_lite.coordinator.recovery import RecoveryError, RecoveryFile
 from ding_lite.entry.launch.link import LinkServer
 from ding_lite.entry.launch.local import Launcher
+from ding_lite.interaction.addresses import reachable
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.ports import free_port
@@ -108,7 +109,9 @@ class RunSupervisor:
         self.log_dir = self.run_path / "logs"
         host, port = cfg.system.host, cfg.system.coordinator_port
         port = free_port(host) if port == "auto" else int(port)
-        self.address = f"{host}:{port}"
+        # What the workers dial: bound to every interface (0.0.0.0), the machine's first
+        # interface address, which workers on other nodes (Ray actors) can reach too.
+        self.address = reachable(f"{host}:{port}")[0]
         self.launcher = launcher_cls(cfg, self.address, token, self.log_dir, register)
         self.recovery = RecoveryFile(self.run_path)
         self.child: CoordinatorChild | None = None

@@ -262,8 +262,7 @@ class CollectorPool(CoordinatorPart):
     # --- policy sync ---------------------------------------------------------------------
     def sync(self, policy: Policy, rollback: bool = False) -> None:
         """Sends the policy to every running collector (asynchronously)."""
-        path, version, published_at = policy
-        data = {"path": path, "version": version, "published_at": published_at}
+        data: dict[str, Any] = policy._asdict()  # {"path", "version", "published_at"}
         if rollback:
             data["rollback"] = True
         running = self.running()
@@ -288,13 +287,12 @@ class CollectorPool(CoordinatorPart):
         policy = self.state.policy
         if not policy.path:
             return
-        data = {"path": policy.path, "version": policy.version, "published_at": policy.published_at}
         syncing = {cid for cid, _, _ in self._syncs}
         now = time.monotonic()
         for cid in self.running():
             behind = self.records[cid].version < policy.version and cid not in syncing
             if behind and now >= self._resync_at.get(cid, 0.0):
-                self._send_sync(cid, data)
+                self._send_sync(cid, policy._asdict())  # {"path", "version", "published_at"}
 
     def _sync_done(self, cid: str, version: int, future: Future) -> bool:
         if not future.done():

@@ -257,7 +257,7 @@ class Roster:
         since = self._cut_off_since
         if since is not None and now - heard <= self.heartbeat_tolerance:
             for worker in workers:
-                worker.last_seen = max(worker.last_seen, now)
+                worker.last_seen = now
             self._cut_off_since = None
             return False, now - since
         remote = any(not is_loopback(w.address) for w in workers)

@@ -11,6 +11,7 @@ module installs a SIGTERM handler; a test checks it.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import signal
@@ -162,6 +163,30 @@ def signals_held() -> Iterator[list[int]]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+# What torch imports when a process builds its first optimizer (about 1 s of CPU).
+OPTIMIZER_IMPORTS = ("torch._dynamo",)
+
+
+def import_held(module: str, *optional: str) -> None:
+    """Imports ``module`` (and each of ``optional`` that exists) with SIGINT and SIGTERM
+    held back, then raises :class:`RunInterrupted` for the first that came.
+
+    A signal that lands inside an extension's initialisation can be swallowed there
+    (torch's start-up catches the error of its NumPy import; ``torch._dynamo``'s import,
+    which the first optimizer of a process brings, catches it too) and the run would go on
+    as if nothing happened. Held back, the signal ends the command right after the imports.
+    """
+    with signals_held() as seen:
+        importlib.import_module(module)
+        for name in optional:
+            try:
+                importlib.import_module(name)
+            except ImportError:  # a torch without it builds optimizers without it
+                pass
+    if seen:
+        raise RunInterrupted(signal.Signals(seen[0]).name)
 
 
 def exit_now_if_threads_linger(code: int) -> int:

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from ding_lite.utils.stop import RunInterrupted, import_held
+
 ARGS = ["serial", "-c", "cartpole_ppo", "-q", "--max-train-iter", "100000",
         "env.num_envs=4", "policy.collect.n_steps=16", "evaluator.eval_freq=0"]  # fmt: skip
 
@@ -40,3 +42,44 @@ def test_a_signal_during_start_up_gives_one_line(tmp_path, sig, code):
             assert "--resume" in lines[0] and (run / "result.json").is_file(), (delay, err)
         else:
             assert "--resume" not in lines[0]
+
+
+def test_a_signal_an_import_swallows_still_ends_the_command(tmp_path, monkeypatch):
+    # An extension's initialisation may catch the KeyboardInterrupt of a signal that lands
+    # in it (torch._dynamo's import does) and go on; held back, the signal is acted on.
+    (tmp_path / "swallows_a_signal.py").write_text(
+        "import os, signal, time\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(0.2)\n"
+        "except KeyboardInterrupt:\n"
+        "    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RunInterrupted) as caught:
+        import_held("swallows_a_signal", "no_such_module_at_all")
+    assert caught.value.signal_name == "SIGINT" and caught.value.code == 130
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize("command", ["serial", "learner"])
+def test_a_training_command_imports_up_front_what_its_first_update_imports(command):
+    # What is imported after import_for is imported with signals live; a training step
+    # then imports nothing (torch._dynamo, brought by the first optimizer, swallowed a
+    # SIGINT that landed in it and the run trained on).
+    script = (
+        "import sys\n"
+        "from ding_lite.entry.cli.interrupts import import_for\n"
+        f"import_for({command!r})\n"
+        "import torch\n"
+        "before = set(sys.modules)\n"
+        "net = torch.nn.Linear(2, 2)\n"
+        "opt = torch.optim.Adam(net.parameters(), foreach=True)\n"
+        "net(torch.ones(2)).sum().backward()\n"
+        "opt.step()\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout

@@ -6,11 +6,7 @@ unwinds like Ctrl-C) is :func:`ding_lite.utils.stop.sigterm_interrupts`.
 
 from __future__ import annotations
 
-import importlib
-import signal
-import threading
-
-from ding_lite.utils.stop import RunInterrupted, signals_held
+from ding_lite.utils.stop import OPTIMIZER_IMPORTS, import_held
 
 # The module each command imports first: torch, numpy and the rest come with it.
 _COMMAND_MODULES = {
@@ -24,20 +20,17 @@ _COMMAND_MODULES = {
     "eval": "ding_lite.entry.trained.evaluate",
     "render": "ding_lite.entry.trained.render",
 }
+# A command that trains imports its optimizer's modules later anyway: imported here, a
+# signal that lands in them is not swallowed.
+_TRAINS = ("serial", "learner")
 
 
 def import_for(command: str) -> None:
     """Imports what ``command`` needs with SIGINT/SIGTERM held back until it is done.
 
-    A signal that lands inside an extension's initialisation can be swallowed there (torch's
-    start-up catches the error of its NumPy import and goes on without it), and the run
-    would go on as if nothing happened. Held back, the signal ends the command right after
-    the imports: one line, exit 130 or 143.
+    Raises:
+        RunInterrupted: a signal came during the imports (one line, exit 130 or 143).
     """
     module = _COMMAND_MODULES.get(command)
-    if module is None or threading.current_thread() is not threading.main_thread():
-        return
-    with signals_held() as seen:
-        importlib.import_module(module)
-    if seen:
-        raise RunInterrupted(signal.Signals(seen[0]).name)
+    if module is not None:
+        import_held(module, *(OPTIMIZER_IMPORTS if command in _TRAINS else ()))

@@ -4,7 +4,6 @@ for runs that span machines sharing a filesystem; the launcher's children and Ra
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import sys
@@ -16,7 +15,7 @@ from ding_lite.interaction import Slave, resolve_token
 from ding_lite.utils import distributed
 from ding_lite.utils.distributed import GroupLost
 from ding_lite.utils.log import get_logger, setup_console_logging
-from ding_lite.utils.stop import sigterm_interrupts
+from ding_lite.utils.stop import OPTIMIZER_IMPORTS, import_held, sigterm_interrupts
 from ding_lite.worker.collector.comm import FlaskFileSystemCollector
 from ding_lite.worker.learner.comm import FlaskFileSystemLearner
 from ding_lite.worker.learner.comm.ranks import GROUP_LOST_EXIT, RankFollower
@@ -29,12 +28,10 @@ def _preload_optimizer_imports() -> None:
 
     That is ``torch._dynamo``, about 2 s of CPU. A learner cannot train before it is done,
     so doing it before registering costs the run no time; left to the first update, it
-    would run while the collectors collect and answer their first tasks.
+    would run while the collectors collect and answer their first tasks. Signals are held
+    back meanwhile (its import can swallow one).
     """
-    try:
-        importlib.import_module("torch._dynamo")
-    except ImportError:  # a torch without it builds optimizers without it
-        pass
+    import_held("torch", *OPTIMIZER_IMPORTS)
 
 
 def _follow(device: str | None) -> int:

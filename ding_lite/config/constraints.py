@@ -58,6 +58,8 @@ CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "system.join_timeout": (lambda v: v > 0, "positive"),
     "system.dist_timeout": (lambda v: v > 0, "positive"),
     "system.launcher": (lambda v: v in ("local", "ray"), "'local' or 'ray'"),
+    "system.data_plane": (lambda v: v in ("files", "http"), "'files' or 'http'"),
+    "system.max_rollout_bytes": (lambda v: v >= 1024, "at least 1024"),
     "policy.learn.max_skipped_steps": (lambda v: v >= 1, "at least 1"),
     "policy.learn.value_weight": (lambda v: v > 0, "positive"),
     "policy.learn.entropy_weight": (lambda v: v >= 0, "0 or more"),

@@ -222,9 +222,13 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         host="127.0.0.1",
         # Coordinator port; "auto" picks a free one.
         coordinator_port="auto",
-        # Shared folder for rollout files ("": <exp_dir>/data).
+        # How rollouts and policies travel between the learner and the collectors: "files"
+        # (through path_data and path_policy, a folder every host mounts) or "http" (over
+        # the service's own authenticated connections; each host keeps its own folders).
+        data_plane="files",
+        # Rollout files ("": <exp_dir>/data); shared by every host on the files plane.
         path_data="",
-        # Shared folder for published policies ("": <exp_dir>/policy).
+        # Published policies ("": <exp_dir>/policy); shared by every host on the files plane.
         path_policy="",
         # Shared secret of every request (None: $DING_LITE_TOKEN; the launcher makes one).
         token=None,
@@ -245,6 +249,8 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         http_timeout=10.0,
         # Largest request body servers accept, in bytes.
         max_body_bytes=1_048_576,
+        # Largest rollout file a learner accepts on the http data plane, in bytes.
+        max_rollout_bytes=268_435_456,
         # Rollouts collected by a policy this many versions older than the learner's are
         # dropped (counted).
         max_policy_lag=4,

@@ -131,6 +131,7 @@ class CollectorPool(CoordinatorPart):
             "evaluate": evaluate,
             "policy_path": policy.path,
             "policy_version": policy.version,
+            **self._source(),
         }
         outcome = self.transport.send_task(
             cid, "collector_start_task", data, cfg.system.task_timeout
@@ -262,7 +263,7 @@ class CollectorPool(CoordinatorPart):
     # --- policy sync ---------------------------------------------------------------------
     def sync(self, policy: Policy, rollback: bool = False) -> None:
         """Sends the policy to every running collector (asynchronously)."""
-        data: dict[str, Any] = policy._asdict()  # {"path", "version", "published_at"}
+        data: dict[str, Any] = {**policy._asdict(), **self._source()}
         if rollback:
             data["rollback"] = True
         running = self.running()
@@ -271,6 +272,13 @@ class CollectorPool(CoordinatorPart):
             self.logger.warning(f"collector {self.state.evaluator} takes over evaluation")
         for cid in running:
             self._send_sync(cid, data)
+
+    def _source(self) -> dict[str, str]:
+        """``{"source": learner host:port}`` on the http data plane, where collectors send
+        rollouts and fetch policies; ``{}`` on the files plane."""
+        if self.cfg.system.data_plane != "http":
+            return {}
+        return {"source": self.state.addresses.get(self.state.learner or "", "")}
 
     def _send_sync(self, cid: str, data: dict[str, Any]) -> None:
         task = {**data, "evaluate": True} if cid == self.state.evaluator else data
@@ -292,7 +300,7 @@ class CollectorPool(CoordinatorPart):
         for cid in self.running():
             behind = self.records[cid].version < policy.version and cid not in syncing
             if behind and now >= self._resync_at.get(cid, 0.0):
-                self._send_sync(cid, policy._asdict())  # {"path", "version", "published_at"}
+                self._send_sync(cid, {**policy._asdict(), **self._source()})
 
     def _sync_done(self, cid: str, version: int, future: Future) -> bool:
         if not future.done():

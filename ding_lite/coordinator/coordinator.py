@@ -71,7 +71,11 @@ class Coordinator:
             Path(cfg.system.path_data or run_dir / "data"),
             Path(cfg.system.path_policy or run_dir / "policy"),
         )
-        self.rollouts = RolloutLedger(self.folders.path_data, on_reject=self._rejected_path)
+        self.rollouts = RolloutLedger(
+            self.folders.path_data,
+            on_reject=self._rejected_path,
+            local=cfg.system.data_plane == "files",
+        )
         self.watchdog = Watchdog(cfg.system.stall_timeout)
         self.stop_request = StopRequest()
         shared = {
@@ -312,7 +316,9 @@ class Coordinator:
                     data, {"best_checkpoint": check_best(closed.result or {})}
                 )
         self.rollouts.discard_rest()
-        self.status.ledger = self.rollouts.ledger()
+        left = (closed.result or {}).get("left_in_path_data") if closed is not None else None
+        local = self.rollouts.local or not isinstance(left, int) or isinstance(left, bool)
+        self.status.ledger = self.rollouts.ledger(None if local else max(left, 0))
         self.status.dropped = self.rollouts.dropped
         self.status.restarts = self.restarter.restarts if self.restarter else 0
         if self.status.stop_reason is None:

@@ -29,14 +29,22 @@ class RolloutLedger:
     """Rollout files waiting for the learner, files handed to it, and the ledger.
 
     Args:
-        path_data: the run's shared data folder; a path outside it is never accepted.
+        path_data: the run's data folder; a path outside it is never accepted.
         on_reject: called with ``(path, why)`` for a reported path that is not accepted.
+        local: the files are on this host (the files plane). On the http plane they are
+            on the learner's host: a reported file is taken on its sender's word (sent
+            only once the learner holds it), nothing is scanned or deleted here, and the
+            learner deletes what is left at the run's end.
     """
 
     def __init__(
-        self, path_data: str | Path, on_reject: Callable[[str, str], None] | None = None
+        self,
+        path_data: str | Path,
+        on_reject: Callable[[str, str], None] | None = None,
+        local: bool = True,
     ) -> None:
         self.path_data = Path(path_data)
+        self.local = local
         self._on_reject = on_reject
         self._waiting: dict[str, dict[str, Any]] = {}  # path -> metadata
         self._handed: dict[str, dict[str, Any]] = {}  # sent in a learn task, not settled
@@ -60,7 +68,7 @@ class RolloutLedger:
         if meta is None:
             self._reject(path, "not a rollout file name")
             return False
-        if not os.path.isfile(path):
+        if self.local and not os.path.isfile(path):
             # Already consumed (adopted by a scan, trained on) or never written.
             if _key(path) not in self._seen:
                 self._reject(path, "no such file")
@@ -77,6 +85,8 @@ class RolloutLedger:
             min_age: only files written at least this many seconds ago (a fresh file's
                 report is usually on its way; the report is the cheaper path).
         """
+        if not self.local:
+            return 0
         newest = time.time() - min_age
         links: list[str] = []
         found = scan_rollouts(self.path_data, links)
@@ -161,6 +171,8 @@ class RolloutLedger:
 
     def drop_missing(self) -> None:
         """Files waiting whose file vanished (deleted outside the protocol) count as invalid."""
+        if not self.local:
+            return
         for key in [k for k in self._waiting if not os.path.exists(k)]:
             del self._waiting[key]
             self.counts["dropped_invalid"] += 1
@@ -171,7 +183,7 @@ class RolloutLedger:
         self.give_back(missing_as="dropped_run_end")
         for key in list(self._waiting):
             del self._waiting[key]
-            if is_inside(key, self.path_data):
+            if self.local and is_inside(key, self.path_data):
                 try:
                     os.unlink(key)
                 except FileNotFoundError:
@@ -233,9 +245,12 @@ class RolloutLedger:
         return dict(parsed)
 
     # --- the ledger ----------------------------------------------------------------------
-    def ledger(self) -> dict[str, int]:
-        """The counts, with ``left_in_path_data``: complete rollout files still on disk."""
-        left = len(scan_rollouts(self.path_data)) if self.path_data.is_dir() else 0
+    def ledger(self, left: int | None = None) -> dict[str, int]:
+        """The counts, with ``left_in_path_data``: complete rollout files still on disk
+        (``left``: as the learner counted them in its own ``path_data``; else counted
+        here)."""
+        if left is None:
+            left = len(scan_rollouts(self.path_data)) if self.path_data.is_dir() else 0
         return {**self.counts, "left_in_path_data": left}
 
     def live(self) -> dict[str, int]:

@@ -27,11 +27,17 @@ RouteHandler = Callable[[dict[str, Any]], dict[str, Any] | None]
 """Takes the validated body, returns the ``data`` of the success envelope (None -> ``{}``)."""
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
+_ROUTE_LIMITS = "DING_LITE_ROUTE_LIMITS"  # app.config: route rule -> its body limit
 
 
 def json_response(body: str, status: int) -> Response:
     """A response carrying an already serialized envelope."""
     return Response(body, status=status, mimetype="application/json")
+
+
+def success_response(data: dict[str, Any] | None) -> Response:
+    """A success envelope carrying ``data``."""
+    return json_response(success_body(data), 200)
 
 
 def error_response(code: Code, message: str) -> Response:
@@ -98,6 +104,29 @@ def validate_body(body: Mapping[str, Any], schema: Schema) -> None:
         )
 
 
+def limit_route(app: Flask, rule: str, limit: int) -> None:
+    """Gives ``rule`` its own body limit (bytes) instead of the app's.
+
+    The app's guard answers 413 for a longer declared body before the view runs; the
+    server hosting the app lets bodies up to the largest route limit through.
+    """
+    if limit <= 0:
+        raise ValueError(f"a body limit must be positive, got {limit}")
+    app.config.setdefault(_ROUTE_LIMITS, {})[rule] = int(limit)
+
+
+def route_limit(app: Flask, rule: str | None, default: int) -> int:
+    """The body limit of ``rule`` (``default``: the app's own)."""
+    return app.config.get(_ROUTE_LIMITS, {}).get(rule, default)
+
+
+def largest_limit(app: Any) -> int:
+    """The largest body limit of any route of ``app`` (0: none set)."""
+    config = getattr(app, "config", None)
+    limits = config.get(_ROUTE_LIMITS, {}) if isinstance(config, dict) else {}
+    return max(limits.values(), default=0)
+
+
 def make_app(name: str, token: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Flask:
     """Builds a Flask app that authenticates, size-limits and answers in envelopes.
 
@@ -125,11 +154,14 @@ def make_app(name: str, token: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     def _guard() -> Response | None:
         if not check_bearer(request.headers.get("Authorization"), token):
             return error_response(Code.UNAUTHORIZED, "missing or wrong bearer token")
+        rule = request.url_rule.rule if request.url_rule is not None else None
+        limit = route_limit(app, rule, max_body_bytes)
         length = request.content_length
-        if length is not None and length > max_body_bytes:
+        if length is not None and length > limit:
             return error_response(
-                Code.TOO_LARGE, f"body of {length} bytes exceeds the limit of {max_body_bytes}"
+                Code.TOO_LARGE, f"body of {length} bytes exceeds the limit of {limit}"
             )
+        request.max_content_length = limit
         return None
 
     @app.errorhandler(ApiError)

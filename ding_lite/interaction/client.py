@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -57,7 +59,7 @@ def cap_timeout(timeout: Timeout, limit: float) -> Timeout:
     return min(timeout, limit)
 
 
-def _describe(error: requests.RequestException) -> str:
+def describe_failure(error: requests.RequestException) -> str:
     """The innermost useful reason of a requests error (urllib3 wraps it in MaxRetryError)."""
     reason: Any = error.args[0] if error.args else error
     reason = getattr(reason, "reason", reason)
@@ -135,51 +137,89 @@ class HttpClient:
             RemoteUnreachable: the connection failed, after the retries.
             RemoteError: an error envelope, or an answer that is not an envelope.
         """
-        url = self.base_url + path
         try:
             payload = json.dumps(body, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise ValueError(f"body for POST {path} is not JSON-serializable: {e}") from e
+        headers = {"Content-Type": "application/json"}
+        return self.request("POST", path, timeout, data=payload.encode("utf-8"), headers=headers)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        timeout: Timeout | None = None,
+        *,
+        data: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Sends ``data`` (bytes or a file object, streamed) and returns the ``data`` of the
+        success envelope; raises as :meth:`post` does."""
+        url = self.base_url + path
+        with self._sent(method, url, timeout, data=data, headers=headers) as response:
+            return self._unwrap(url, response)
+
+    @contextlib.contextmanager
+    def stream(
+        self, method: str, path: str, timeout: Timeout | None = None
+    ) -> Iterator[requests.Response]:
+        """The response of a call whose body is read as it arrives (closed after the block).
+
+        Raises:
+            RemoteTimeout, RemoteUnreachable, RemoteError: as :meth:`post`, for the call
+                itself (the status is the caller's to check).
+        """
+        with self._sent(method, self.base_url + path, timeout, stream=True) as response:
+            yield response
+
+    @contextlib.contextmanager
+    def _sent(
+        self, method: str, url: str, timeout: Timeout | None, **kwargs: Any
+    ) -> Iterator[requests.Response]:
         timeout = self.timeout if timeout is None else timeout
         try:
-            response = self._session.post(
-                url,
-                data=payload.encode("utf-8"),
-                headers={"Content-Type": "application/json"},
-                timeout=timeout,
-            )
+            response = self._session.request(method, url, timeout=timeout, **kwargs)
         except requests.Timeout as e:
             raise RemoteTimeout(
-                None, Code.TIMEOUT, f"POST {url} got no answer within {timeout} s: {_describe(e)}"
+                None,
+                Code.TIMEOUT,
+                f"{method} {url} got no answer within {timeout} s: {describe_failure(e)}",
             ) from e
         except requests.ConnectionError as e:
             raise RemoteUnreachable(
                 None,
                 Code.UNREACHABLE,
-                f"POST {url} failed (tried {self.retries + 1} times): {_describe(e)}",
+                f"{method} {url} failed (tried {self.retries + 1} times): {describe_failure(e)}",
             ) from e
         except requests.RequestException as e:
-            raise RemoteError(None, Code.BAD_RESPONSE, f"POST {url} failed: {e}") from e
-        return self._unwrap(url, response)
+            raise RemoteError(None, Code.BAD_RESPONSE, f"{method} {url} failed: {e}") from e
+        with response:
+            yield response
+
+    def raise_for_envelope(self, url: str, response: requests.Response) -> None:
+        """Raises the RemoteError an error answer carries (or says it is not an envelope)."""
+        self._unwrap(url, response)
+        raise RemoteError(response.status_code, Code.BAD_RESPONSE, f"{url}: an unexpected answer")
 
     @staticmethod
     def _unwrap(url: str, response: requests.Response) -> dict[str, Any]:
         status = response.status_code
+        method = getattr(response.request, "method", None) or "POST"
         try:
             envelope = response.json()
         except ValueError:
             raise RemoteError(
                 status,
                 Code.BAD_RESPONSE,
-                f"POST {url} answered with non-JSON: {response.text[:200]!r}",
+                f"{method} {url} answered with non-JSON: {response.text[:200]!r}",
             ) from None
         if not isinstance(envelope, dict) or not _ENVELOPE_KEYS <= envelope.keys():
             raise RemoteError(
-                status, Code.BAD_RESPONSE, f"POST {url} answered JSON that is not an envelope"
+                status, Code.BAD_RESPONSE, f"{method} {url} answered JSON that is not an envelope"
             )
         if not envelope["success"] or status >= 400:
             code = envelope["code"] if isinstance(envelope["code"], int) else Code.BAD_RESPONSE
-            raise RemoteError(status, code, f"POST {url}: {envelope['message']}")
+            raise RemoteError(status, code, f"{method} {url}: {envelope['message']}")
         data = envelope["data"]
         return data if isinstance(data, dict) else {}
 

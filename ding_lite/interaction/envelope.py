@@ -28,7 +28,9 @@ class Code(IntEnum):
     NOT_FOUND = 4040
     METHOD_NOT_ALLOWED = 4050
     CONFLICT = 4090
+    LENGTH_REQUIRED = 4110
     TOO_LARGE = 4130
+    BUSY = 4290  # try again later (a receiver that is full or not ready)
     HANDLER_ERROR = 5000
     # Client side only: the peer answered something that is not an envelope, could not be
     # reached, or did not answer in time.
@@ -99,6 +101,12 @@ class RemoteError(DingLiteError):
         self.status = status
         self.code = code
         self.message = message
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same call may succeed later: no answer, "try later" (429) or a
+        failure of the peer (5xx), as opposed to a refusal of what was sent."""
+        return self.status is None or self.status == 429 or self.status >= 500
 
     def __str__(self) -> str:
         status = "no response" if self.status is None else f"HTTP {self.status}"

@@ -20,6 +20,7 @@ from typing import Any, Self
 from waitress import create_server, wasyncore
 from waitress.task import ThreadedTaskDispatcher
 
+from ding_lite.interaction.app import largest_limit
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import get_logger
 
@@ -183,7 +184,9 @@ class HttpServer(Service):
         # such a body through; anything far past it is dropped before it is buffered.
         config = getattr(self.app, "config", None)
         app_limit = config.get("MAX_CONTENT_LENGTH") if isinstance(config, dict) else None
-        return 2 * int(app_limit or 1 << 20) + _BODY_SLACK_BYTES
+        # A route with a larger limit of its own (a file upload) needs no slack: its body is
+        # refused by its declared length before it is read.
+        return max(2 * int(app_limit or 1 << 20) + _BODY_SLACK_BYTES, largest_limit(self.app))
 
     def start(self) -> HttpServer:
         """Binds the socket and starts serving in a daemon thread.
@@ -234,6 +237,12 @@ class HttpServer(Service):
         self._thread.start()
         logger.debug("server '%s' listening on %s", self.name, self.address)
         return self
+
+    def refresh_body_limit(self) -> None:
+        """Applies the app's body limits as they are now (a route's limit set after start):
+        waitress refuses a longer declared body before reading it."""
+        if self._server is not None:
+            self._server.adj.max_request_body_size = self._body_limit()
 
     def _busy(self) -> bool:
         """Whether a request is queued, running, or has an answer not yet sent."""

@@ -21,6 +21,7 @@ from ding_lite.interaction.envelope import (
     RemoteTimeout,
     RemoteUnreachable,
 )
+from ding_lite.interaction.files import FilePlane
 from ding_lite.interaction.protocol import (
     MASTER_DEREGISTER,
     MASTER_HEARTBEAT,
@@ -124,8 +125,7 @@ class Slave(Service):
         self.heartbeat_period = heartbeat_period
         self.register_timeout = register_timeout
         self.report_timeout = report_timeout
-        #: See ``on_undelivered`` above; the worker owning the slave may set it later.
-        self.on_undelivered = on_undelivered
+        self.on_undelivered = on_undelivered  #: (see above; its worker may set it later)
         self._handlers = dict(handlers)
         self._advertise_address = advertise_address
         self._client = HttpClient(
@@ -134,6 +134,7 @@ class Slave(Service):
         self._client_timeout = client_timeout
         self.app = make_app(f"slave-{worker_id}", token, max_body_bytes)
         self._server = HttpServer(self.app, host, port, name=f"slave-{worker_id}")
+        self.files = FilePlane(self.app, self._server, token)  #: the http data plane's
         self._tasks: queue.Queue[_Task | None] = queue.Queue()
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._seen_lock = threading.Lock()

@@ -21,6 +21,11 @@ class ConfigError(DingLiteError, ValueError):
     """A config key, value, experiment name or config file is wrong."""
 
 
+class TryLater(DingLiteError):
+    """A request that cannot be served now and may be sent again (a receiver that is full
+    or not ready yet): HTTP 429 where it is answered over HTTP."""
+
+
 class CheckpointError(DingLiteError):
     """A checkpoint is missing, unreadable or does not match the model."""
 

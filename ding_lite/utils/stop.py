@@ -53,6 +53,15 @@ EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
 
+def limit_reached(cfg: Any, envstep: int, train_iter: int) -> str | None:
+    """``"max_env_step"`` or ``"max_train_iter"`` when the run's limit is reached, else None."""
+    if cfg.max_env_step is not None and envstep >= cfg.max_env_step:
+        return MAX_ENV_STEP
+    if cfg.max_train_iter is not None and train_iter >= cfg.max_train_iter:
+        return MAX_TRAIN_ITER
+    return None
+
+
 def exit_code(stop_reason: str | None, signal_name: str | None = None) -> int:
     """The process exit code of a run that ended for ``stop_reason``.
 

@@ -23,7 +23,13 @@ from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import ConfigError, DiskFullError
 from ding_lite.utils.log import build_tb_logger, close_tb_logger, get_logger, setup_file_logging
 from ding_lite.utils.rng import set_seed
-from ding_lite.utils.stop import DISK_FULL, INTERRUPTED, RunInterrupted, sigterm_interrupts
+from ding_lite.utils.stop import (
+    DISK_FULL,
+    INTERRUPTED,
+    RunInterrupted,
+    limit_reached,
+    sigterm_interrupts,
+)
 from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
 from ding_lite.worker.collector.eval_video import EvalVideo, log_eval_video
 from ding_lite.worker.learner import BEST_CKPT, BaseLearner, BestEval
@@ -176,11 +182,7 @@ class SerialRun:
         cfg = self.cfg
         if self.learner.stop_reason is not None:
             return self.learner.stop_reason or "stop requested"
-        if cfg.max_env_step is not None and self.collector.envstep >= cfg.max_env_step:
-            return "max_env_step"
-        if cfg.max_train_iter is not None and self.learner.train_iter >= cfg.max_train_iter:
-            return "max_train_iter"
-        return None
+        return limit_reached(cfg, self.collector.envstep, self.learner.train_iter)
 
     def run(self, start: float, verbose: int) -> dict[str, Any]:
         """Trains until solved, a limit or a stop request; writes and returns result.json.

@@ -42,6 +42,8 @@ class AsyncCollector:
         out_of_reach: the loop pauses while this returns a reason (the coordinator has not
             answered for a while: its policies cannot arrive, so rollouts would only go
             stale, and a run that ended meanwhile would find files written after its close).
+        deliver: takes each written file's metadata instead of the outbox (the http data
+            plane sends it to the learner first, then hands it to :meth:`report_file`).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class AsyncCollector:
         report_first: bool = False,
         sync: bool = False,
         out_of_reach: Callable[[], str] | None = None,
+        deliver: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.collector = collector
         # A stream of its own, so that a learner holding back unfinished episodes tells this
@@ -84,6 +87,7 @@ class AsyncCollector:
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._out_of_reach = out_of_reach or (lambda: "")
+        self._deliver = deliver
         self._held = ""  # why the loop is paused for the coordinator ("" while it is not)
         self._thread: threading.Thread | None = None
         self._logger = get_logger(f"collector.{name}")
@@ -122,11 +126,8 @@ class AsyncCollector:
         Raises:
             CheckpointError: the file of a version it would use is missing or unreadable.
         """
-        with self._lock:
-            pending = self._pending_policy
-            newest = pending[0] if pending is not None else self.policy_version
-            if not rollback and self._loaded_any and version <= newest:
-                return  # a late sync (e.g. delivered after a cut link): its file may be gone
+        if not self.wants(version, rollback):
+            return  # a late sync (e.g. delivered after a cut link): its file may be gone
         file_version, state = read_policy(path)
         if file_version != version:
             raise ValueError(f"{path} holds policy version {file_version}, not {version}")
@@ -138,6 +139,18 @@ class AsyncCollector:
                 self._pending_policy = (version, state, published_at or time.time())
             if rollback:
                 self._pending_rollback = True  # sync: goes ahead whatever its version
+
+    def wants(self, version: int, rollback: bool = False) -> bool:
+        """Whether :meth:`sync_policy` would use ``version`` (else it ignores it unread)."""
+        with self._lock:
+            pending = self._pending_policy
+            newest = pending[0] if pending is not None else self.policy_version
+            return rollback or not self._loaded_any or version > newest
+
+    def report_file(self, meta: dict[str, Any]) -> None:
+        """Puts a delivered file's metadata in the outbox (see ``deliver``)."""
+        with self._lock:
+            self._outbox.append(meta)
 
     def drain(self) -> dict[str, Any]:
         """Returns what was collected since the last call.
@@ -271,8 +284,11 @@ class AsyncCollector:
                 if self.sync:
                     self._collected_with = self.policy_version
                 self._unconsumed.append(Path(meta["path"]))
+                if self._deliver is not None:
+                    self._deliver(meta)
                 with self._lock:
-                    self._outbox.append(meta)
+                    if self._deliver is None:
+                        self._outbox.append(meta)
                     self._returns.extend(self.collector.last_returns)
                     self._outcomes.extend(self.collector.last_outcomes)
                 first = self._seq == 1 and self._report_first

@@ -26,6 +26,7 @@ from ding_lite.utils.errors import ConfigError, DingLiteError
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.paths import is_worker_id, resolve_inside
 from ding_lite.worker.collector.comm.async_collector import AsyncCollector
+from ding_lite.worker.collector.comm.sender import DataPlaneSender
 from ding_lite.worker.collector.eval_video import EvalVideo
 from ding_lite.worker.collector.evaluator import Evaluator
 from ding_lite.worker.collector.serial_collector import SerialCollector
@@ -57,6 +58,7 @@ class FlaskFileSystemCollector:
             self.slave.on_undelivered = self.undelivered
         self._logger = get_logger(f"collector.{worker_id}")
         self._async: AsyncCollector | None = None
+        self._sender: DataPlaneSender | None = None  # the http data plane's (None: files)
         self._evaluated_bucket = 0
         self._evaluated_initial = False  # evaluator.before_train done
         #: Set once the coordinator closed this worker (its process may exit).
@@ -81,6 +83,8 @@ class FlaskFileSystemCollector:
     def close(self) -> None:
         if self._async is not None:
             self._async.stop()
+        if self._sender is not None:
+            self._sender.stop()
         if self.slave is not None:
             self.slave.stop()
 
@@ -125,6 +129,9 @@ class FlaskFileSystemCollector:
         collector = SerialCollector.from_config(env, policy, cfg, seed)
         self._device, self._policy = device, policy
         path_data = Path(cfg.system.path_data or Path(cfg.exp_dir) / "data")
+        self._sender = self._data_plane_sender(cfg, data, path_data)
+        if self._sender is not None:  # written here, sent, then the learner's
+            path_data = self._sender.outgoing
         # Unfinished writes of an earlier process with this id (no one else writes here).
         for path in remove_temp_files(path_data / self.worker_id):
             self._logger.warning(f"removed {path}: an unfinished write of an earlier run")
@@ -138,15 +145,20 @@ class FlaskFileSystemCollector:
             report_first=bool(cfg.evaluator.before_train),
             sync=cfg.system.sync_collect,
             out_of_reach=self._out_of_reach,
+            deliver=self._sender.submit if self._sender is not None else None,
         )
         try:
             if data.get("evaluate"):
                 self._enable_evaluation()
             if policy_path is not None:
-                self._async.sync_policy(str(policy_path), policy_version)
+                self._load_policy(policy_path, policy_version)
         except BaseException:
             self._async = None  # not started: the coordinator may send the start again
+            if self._sender is not None:
+                self._sender.stop()
             raise
+        if self._sender is not None:
+            self._sender.start()
         self._async.start()
         self._logger.info(f"collecting: env {cfg.env.name} x{cfg.env.num_envs} on {device}")
         self._started_with = data
@@ -155,6 +167,8 @@ class FlaskFileSystemCollector:
 
     def data_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Metadata of the rollout files written since the last call, plus episode stats."""
+        if self._sender is not None and self._sender.error:
+            raise DingLiteError(self._sender.error)
         out = self._require_async().drain()
         self._recent_returns.extend(out["episode_returns"])
         return out
@@ -185,7 +199,7 @@ class FlaskFileSystemCollector:
         policy is used from the next rollout on. ``evaluate`` makes this collector the
         evaluating one (when the previous one was lost); ``rollback`` (a learner restarted
         from an older checkpoint) makes an older version replace the current one."""
-        loop = self._require_async()
+        self._require_async()
         path = resolve_inside(data.get("path"), self._path_policy)  # before anything is read
         version = _version(data.get("version"))
         published_at = data.get("published_at")
@@ -193,8 +207,47 @@ class FlaskFileSystemCollector:
             published_at = None
         if data.get("evaluate") and not hasattr(self, "_evaluator"):
             self._enable_evaluation()
-        loop.sync_policy(str(path), version, published_at, rollback=data.get("rollback") is True)
+        if self._sender is not None:
+            self._sender.point_at(_source(data))
+        self._load_policy(path, version, published_at, rollback=data.get("rollback") is True)
         return {"accepted_version": version}
+
+    def _load_policy(
+        self, path: Path, version: int, published_at: float | None = None, rollback: bool = False
+    ) -> None:
+        """Hands policy ``version`` to the loop: read from ``path`` (files plane), or fetched
+        from the learner, read and deleted (http plane)."""
+        loop = self._require_async()
+        if self._sender is None:
+            loop.sync_policy(str(path), version, published_at, rollback=rollback)
+            return
+        if not loop.wants(version, rollback):
+            return
+        fetched = self._sender.fetch_policy(version, self.cfg.system.max_rollout_bytes)
+        try:
+            loop.sync_policy(str(fetched), version, published_at, rollback=rollback)
+        finally:
+            fetched.unlink(missing_ok=True)
+
+    def _data_plane_sender(
+        self, cfg: Any, data: dict[str, Any], path_data: Path
+    ) -> DataPlaneSender | None:
+        """The http data plane's sender, pointed at the learner (None: the files plane)."""
+        if cfg.system.data_plane != "http":
+            return None
+        if self.slave is None:
+            raise ConfigError("system.data_plane http needs the collector's own server")
+        sender = DataPlaneSender(
+            self.worker_id,
+            self.slave.files.peer,
+            on_stored=lambda meta: self._async.report_file(meta),
+            own_dir=Path(cfg.exp_dir) / "outbox" / self.worker_id,
+            path_data=path_data,
+            timeout=cfg.system.http_timeout,
+            logger=self._logger,
+        )
+        sender.point_at(_source(data))
+        return sender
 
     def close_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Stops collecting; returns what was not yet handed over.
@@ -207,6 +260,10 @@ class FlaskFileSystemCollector:
             return {"files": [], "evals": []}
         self._async.stop()
         self._async.apply_pending_policy()
+        if self._sender is not None:
+            # Reported all the same: the ledger books them as dropped at the run's end.
+            for meta in self._sender.stop():
+                self._async.report_file(meta)
         out = self._async.drain()
         self._logger.info(f"closed; wrote {self._async.files_written} rollout file(s) in all")
         if data.get("final_eval") and hasattr(self, "_evaluator"):
@@ -268,6 +325,14 @@ class FlaskFileSystemCollector:
         if self._async is None:
             raise DingLiteError("collector not started: send collector_start_task first")
         return self._async
+
+
+def _source(data: dict[str, Any]) -> str:
+    """The learner's ``host:port`` a task names (the http data plane's ``source``)."""
+    source = data.get("source")
+    if not isinstance(source, str) or not source:
+        raise ValueError("field 'source' (the learner's host:port) is missing")
+    return source
 
 
 def _version(value: Any) -> int:

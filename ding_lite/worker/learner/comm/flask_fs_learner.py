@@ -25,11 +25,12 @@ from ding_lite.config.config import compile_config
 from ding_lite.data.files import remove_newer_policies, remove_temp_files, write_policy
 from ding_lite.utils import distributed
 from ding_lite.utils.log import build_tb_logger, get_logger
-from ding_lite.utils.paths import UnsafePathError
-from ding_lite.utils.stop import DISK_FULL, DIVERGED, LEARNER_FAILED, STOP_REASONS
+from ding_lite.utils.paths import UnsafePathError, scan_rollouts
+from ding_lite.utils.stop import DISK_FULL, DIVERGED, LEARNER_FAILED, STOP_REASONS, limit_reached
 from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.comm.base_comm_learner import BaseCommLearner
 from ding_lite.worker.learner.comm.best import BestPolicyWriter, check_best
+from ding_lite.worker.learner.comm.inbox import Inbox
 from ding_lite.worker.learner.comm.intake import (
     Intake,
     batch_id_of,
@@ -87,6 +88,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self.closed = threading.Event()
         #: Rank 0's link to the other ranks of a data-parallel learner (None: one rank).
         self.leader = RankLeader() if distributed.world()[1] > 1 else None
+        self.inbox = Inbox(self.slave.files if self.slave else None, self._logger)  #: http plane
 
     def start(self) -> None:
         super().start()
@@ -205,6 +207,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
                 f"removed policy {path}: newer than iteration {learner.train_iter}"
             )
         self._learner = learner
+        self.inbox.open(cfg, self.path_data, self.path_policy, self.spec)
         self._best = BestPolicyWriter(
             learner.ckpt_dir, self.path_policy, self.policy.arch, self._logger
         )
@@ -329,6 +332,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             raise UnsafePathError("learner not started: it cannot check the discard paths")
         named = task_paths(discard, self.path_data, "discard") if discard else []
         dropped = delete_files(named, self._logger)
+        self.inbox.close()
         self._stop_learner(timeout=self.cfg.system.task_timeout if self._learner else 5.0)
         learner = self._learner
         if learner is not None:  # the final evaluation may be the best
@@ -338,6 +342,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         return {
             "iteration": learner.train_iter if learner else 0,
             "dropped_run_end": dropped,
+            "left_in_path_data": len(scan_rollouts(self.path_data)) if learner else 0,
             "stop_reason": stop_reason,
             "error": error,
             "best": self._best.report() if learner else None,
@@ -366,14 +371,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
         (``done_reason`` "diverged"); ``stop_reason``/``error`` say why it cannot go on.
         """
         learner = self._learner
-        cfg = self.cfg
-        done = None
-        if cfg.max_env_step is not None and learner.envstep >= cfg.max_env_step:
-            done = "max_env_step"
-        elif cfg.max_train_iter is not None and learner.train_iter >= cfg.max_train_iter:
-            done = "max_train_iter"
-        elif learner.stop_reason is not None:
-            done = learner.stop_reason if learner.stop_reason in STOP_REASONS else None
+        done = limit_reached(self.cfg, learner.envstep, learner.train_iter)
+        if done is None and learner.stop_reason in STOP_REASONS:
+            done = learner.stop_reason
         stop_reason, error = self._state()
         info = {
             "iteration": learner.train_iter,

@@ -137,19 +137,38 @@ def _read_valid(
     if not path.is_file():
         logger.warning(f"rollout {given} is gone or not a file; dropped as invalid")
         return None
-    meta = parse_rollout_path(path)
     try:
-        if meta is None:
-            raise ValueError(f"{given} is not named like a rollout file")
-        content = read_rollout(path)
-        validate_rollout(
-            content, spec, meta["size"], path=given, expected_version=meta["policy_version"]
-        )
-        return content
+        return read_checked(path, spec, given=given)
     except Exception as err:  # any bad file is dropped, never fatal to the learner
         where = reject_file(path, rejected_dir)
         logger.warning(f"{one_line(err)}; moved to {where}" if where else one_line(err))
         return None
+
+
+def read_checked(
+    path: Path, spec: RolloutSpec, *, given: str = "", named: Path | None = None
+) -> dict[str, Any]:
+    """A rollout file's content, checked against ``spec`` and against what its name says.
+
+    Args:
+        path: the file to read.
+        spec: what a collector of this run writes.
+        given: the file as the sender named it (for messages).
+        named: the name it goes by when ``path`` is a temp file (a rollout received over
+            HTTP, checked before it is moved into place).
+
+    Raises:
+        ValueError: not named like a rollout file; CheckpointError: unreadable or not a
+            rollout; InvalidRolloutError: not matching ``spec`` or its name.
+    """
+    meta = parse_rollout_path(named or path)
+    if meta is None:
+        raise ValueError(f"{given or path} is not named like a rollout file")
+    content = read_rollout(path)
+    validate_rollout(
+        content, spec, meta["size"], path=given or path, expected_version=meta["policy_version"]
+    )
+    return content
 
 
 def _delete(path: Path, logger: Any) -> None:

@@ -46,6 +46,7 @@ def test_learner_start_get_data_and_close_results(tmp_path):
     assert closed == {
         "iteration": 0,
         "dropped_run_end": [],
+        "left_in_path_data": 0,
         "stop_reason": None,
         "error": "",
         "best": None,

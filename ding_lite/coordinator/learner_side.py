@@ -19,6 +19,7 @@ from ding_lite.coordinator.checks import (
     check_learner_state,
 )
 from ding_lite.coordinator.collectors import CollectorPool
+from ding_lite.coordinator.home import home_checkpoints
 from ding_lite.coordinator.part import CoordinatorPart
 from ding_lite.coordinator.state import Policy
 from ding_lite.coordinator.status import StopRequest
@@ -92,6 +93,8 @@ class LearnerLink(CoordinatorPart):
         # A learner still running this run (back after a cut link or a pause) answers where
         # its training stands instead of starting again.
         data = {"config": config, "take_back": True} if resume else {"config": config}
+        if resume and self.cfg.system.data_plane == "http":  # it may be on another host
+            data["fetch"] = home_checkpoints(ckpt)
         outcome = self.transport.send_task(
             lid, "learner_start_task", data, self.cfg.system.task_timeout
         )

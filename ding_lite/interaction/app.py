@@ -149,6 +149,8 @@ def make_app(name: str, token: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     logger = get_logger(f"interaction.{name}")
     app = Flask(f"ding_lite.interaction.{name}")
     app.config["MAX_CONTENT_LENGTH"] = max_body_bytes
+    # A path with "//" is not a route (404 envelope), never a redirect to another one.
+    app.url_map.merge_slashes = False
 
     @app.before_request
     def _guard() -> Response | None:

@@ -178,7 +178,9 @@ class HttpClient:
     ) -> Iterator[requests.Response]:
         timeout = self.timeout if timeout is None else timeout
         try:
-            response = self._session.request(method, url, timeout=timeout, **kwargs)
+            response = self._session.request(
+                method, url, timeout=timeout, allow_redirects=False, **kwargs
+            )
         except requests.Timeout as e:
             raise RemoteTimeout(
                 None,

@@ -8,8 +8,10 @@ beside its destination, chunk by chunk, never whole in memory.
 
 - The sender computes the file's SHA-256 and sends it as ``X-Ding-Lite-Digest``; the
   receiver hashes what it reads and refuses a mismatch (400), keeping nothing.
-- A body must say its length (411 without one) and stay within the route's limit (413,
-  answered before a byte of it is read); one that ends short is refused (400).
+- A body must say its length (411 without one) and stay within the route's limit (413 on
+  the declared length: the server refuses one over its own limit, the largest of its
+  routes', before reading it; one under that is read by the server, then refused); one that
+  ends short never reaches the handler (the server drops it).
 - A route's own limit (:func:`~ding_lite.interaction.app.limit_route`) replaces the app's
   JSON body limit for it.
 
@@ -58,7 +60,7 @@ def put_route(app: Flask, rule: str, handler: Callable[..., dict[str, Any] | Non
         with _answers():
             return success_response(handler(received_body, **params))
 
-    app.add_url_rule(rule, endpoint=rule, view_func=view, methods=["PUT"])
+    app.add_url_rule(rule, endpoint=f"PUT {rule}", view_func=view, methods=["PUT"])
 
 
 def get_route(app: Flask, rule: str, locate: Callable[..., Path]) -> None:
@@ -81,7 +83,7 @@ def get_route(app: Flask, rule: str, locate: Callable[..., Path]) -> None:
                 digests[path] = known
         return file_response(path, known[2])
 
-    app.add_url_rule(rule, endpoint=rule, view_func=view, methods=["GET"])
+    app.add_url_rule(rule, endpoint=f"GET {rule}", view_func=view, methods=["GET"])
 
 
 @contextlib.contextmanager
@@ -129,10 +131,18 @@ class FilePlane:
         app: the worker's app (from :func:`~ding_lite.interaction.app.make_app`).
         server: the :class:`~ding_lite.interaction.server.HttpServer` serving it.
         token: the run's token, sent to peers.
+        master: the coordinator's ``host:port`` (a worker's plane; None: the master's).
     """
 
-    def __init__(self, app: Flask, server: Any, token: str) -> None:
+    def __init__(self, app: Flask, server: Any, token: str, master: str | None = None) -> None:
         self._app, self._server, self._token = app, server, token
+        self._master = master
+
+    def home(self, timeout: Timeout) -> FilePeer:
+        """The coordinator, as a peer: the run's home (its checkpoints)."""
+        if self._master is None:
+            raise ValueError("the master's own file plane has no home to call")
+        return self.peer(self._master, timeout)
 
     def peer(self, address: str, timeout: Timeout) -> FilePeer:
         """Another worker of the run (``host:port``).

@@ -32,6 +32,7 @@ from ding_lite.interaction.client import (
     cap_timeout,
 )
 from ding_lite.interaction.envelope import ApiError, Code, RemoteError
+from ding_lite.interaction.files import FilePlane
 from ding_lite.interaction.protocol import (
     DEREGISTER_SCHEMA,
     HEARTBEAT_SCHEMA,
@@ -126,6 +127,7 @@ class Master(Service):
         self._token = token
         self.app = make_app("master", token, max_body_bytes)
         self._server = HttpServer(self.app, host, port, name="master")
+        self.files = FilePlane(self.app, self._server, token)  #: the http data plane's
         self._events: queue.Queue[tuple[WorkerCallback, WorkerInfo] | None] = queue.Queue()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -134,7 +134,7 @@ class Slave(Service):
         self._client_timeout = client_timeout
         self.app = make_app(f"slave-{worker_id}", token, max_body_bytes)
         self._server = HttpServer(self.app, host, port, name=f"slave-{worker_id}")
-        self.files = FilePlane(self.app, self._server, token)  #: the http data plane's
+        self.files = FilePlane(self.app, self._server, token, master_address)  #: data plane
         self._tasks: queue.Queue[_Task | None] = queue.Queue()
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._seen_lock = threading.Lock()

@@ -17,7 +17,10 @@ left in the namespaces, deletes them (their veths go with them) and reports what
 not remove; the fixture turns that into a failure.
 
 Commands run in a host share this machine's filesystem (one shared filesystem, as a
-cluster with NFS would have). :meth:`TestHosts.name_hosts` gives the hosts names that
+cluster with NFS would have), except a folder a host was given of its own
+(:meth:`TestHosts.own_folder`: a tmpfs mounted there in a mount namespace that only that
+host's commands enter, so each host has its own files at the same path, as machines
+without a shared filesystem do). :meth:`TestHosts.name_hosts` gives the hosts names that
 resolve in every host (``/etc/netns/<namespace>/hosts``, which ``ip netns exec`` puts in
 place of ``/etc/hosts``), and a command started ``as_host`` runs with the host's name as
 its host name (``unshare --uts``), as on a cluster's nodes.
@@ -81,6 +84,7 @@ class Host:
     address: str
     port: str  # the veth end in the switch namespace
     procs: list[subprocess.Popen] = field(default_factory=list)
+    keeper: subprocess.Popen | None = None  # holds the mount namespace of its own folder
 
 
 class TestHosts:
@@ -142,11 +146,41 @@ class TestHosts:
             self._etc.append(folder)
             (folder / "hosts").write_text(table)
 
+    def own_folder(self, name: str, folder: Path) -> None:
+        """Gives host ``name`` a folder of its own at ``folder`` (an empty tmpfs that only
+        its commands see; this machine and the other hosts see what is there without it).
+        Call it before starting anything in the host; gone at :meth:`close`."""
+        host = self.hosts[name]
+        if host.keeper is not None:
+            raise ValueError(f"host {name} has a folder of its own already")
+        folder.mkdir(parents=True, exist_ok=True)
+        mount = 'mount -t tmpfs -o size=2g ding-lite-test "$0" && echo ready && exec sleep 86400'
+        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(folder)]
+        keeper = subprocess.Popen(
+            ["ip", "netns", "exec", host.netns, *argv], stdout=subprocess.PIPE, text=True
+        )
+        host.keeper = keeper
+        line = keeper.stdout.readline() if keeper.stdout is not None else ""
+        if line.strip() != "ready":
+            raise RuntimeError(f"could not mount a tmpfs at {folder} for host {name}")
+
     def command(self, name: str, argv: Sequence[str], as_host: bool = False) -> list[str]:
         """``argv`` as a command line that runs it in host ``name`` (``as_host``: with the
-        host's name as its host name)."""
+        host's name as its host name; in the mount namespace of its own folder, if any)."""
+        host = self.hosts[name]
         named = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name]
-        return ["ip", "netns", "exec", self.hosts[name].netns, *(named if as_host else []), *argv]
+        own = ["nsenter", f"--mount=/proc/{host.keeper.pid}/ns/mnt", "--"] if host.keeper else []
+        return [*own, "ip", "netns", "exec", host.netns, *(named if as_host else []), *argv]
+
+    def read(self, name: str, path: Path) -> str | None:
+        """The text of a file as host ``name`` sees it (None: no such file)."""
+        out = self.run(name, ["cat", str(path)])
+        return out.stdout if out.returncode == 0 else None
+
+    def files(self, name: str, folder: Path) -> list[str]:
+        """The files under ``folder`` as host ``name`` sees it (paths relative to it)."""
+        out = self.run(name, ["find", str(folder), "-type", "f"]).stdout
+        return sorted(os.path.relpath(line, folder) for line in out.splitlines() if line)
 
     def start(
         self, name: str, argv: Sequence[str], as_host: bool = False, **popen: Any
@@ -174,9 +208,12 @@ class TestHosts:
         _ip("-n", self.switch, "link", "set", self.hosts[name].port, "up")
 
     def pids(self, name: str) -> list[int]:
-        """The processes running in host ``name``'s network namespace."""
-        out = _ip("netns", "pids", self.hosts[name].netns, check=False).stdout
-        return [int(p) for p in out.split()]
+        """The processes running in host ``name``'s network namespace (the keeper of its
+        own folder aside)."""
+        host = self.hosts[name]
+        out = _ip("netns", "pids", host.netns, check=False).stdout
+        keeper = host.keeper.pid if host.keeper is not None else None
+        return [int(p) for p in out.split() if int(p) != keeper]
 
     def listening(self, name: str) -> list[tuple[str, int]]:
         """``(address, port)`` of every TCP socket listening in host ``name``, read from the
@@ -199,7 +236,7 @@ class TestHosts:
                 except ProcessLookupError:
                     pass
         for host in self.hosts.values():
-            for proc in host.procs:
+            for proc in [*host.procs, *([host.keeper] if host.keeper else [])]:
                 if proc.poll() is None:
                     proc.kill()
                 try:

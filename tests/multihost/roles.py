@@ -93,6 +93,8 @@ class RoleRun:
         run_dir: the run's folder (status.json, result.json).
         hosts_of: role -> the host it runs in, where that is not the host of its name
             (several roles in one host).
+        private: the hosts have folders of their own (``TestHosts.own_folder``): the
+            run dir is read as the coordinator's host sees it.
     """
 
     def __init__(
@@ -102,8 +104,10 @@ class RoleRun:
         argv: dict[str, list[str]],
         run_dir: Path,
         hosts_of: dict[str, str] | None = None,
+        private: bool = False,
     ):
         self.net, self.folder, self.argv, self.run_dir = net, folder, argv, run_dir
+        self.private = private
         self.hosts_of = {role: role for role in argv} | (hosts_of or {})
         self.procs: dict[str, subprocess.Popen] = {}
         self._logs: list[Any] = []
@@ -140,8 +144,8 @@ class RoleRun:
     def iteration(self) -> int:
         """The run's iteration as its status.json says (0 before the first)."""
         try:
-            status = json.loads((self.run_dir / "status.json").read_text())
-        except (OSError, ValueError):
+            status = json.loads(self.read("status.json") or "")
+        except ValueError:
             return 0
         return int(status.get("iteration") or 0)
 
@@ -171,8 +175,15 @@ class RoleRun:
                 log.close()
         return codes
 
+    def read(self, name: str) -> str | None:
+        """A file of the run dir, as the coordinator's host sees it (None: none)."""
+        if self.private:
+            return self.net.read(self.hosts_of["coordinator"], self.run_dir / name)
+        path = self.run_dir / name
+        return path.read_text() if path.is_file() else None
+
     def result(self) -> dict[str, Any]:
-        return json.loads((self.run_dir / "result.json").read_text())
+        return json.loads(self.read("result.json") or "null")
 
     def nothing_running(self) -> dict[str, list[int]]:
         """Processes still running in each host (empty lists when the run left nothing)."""

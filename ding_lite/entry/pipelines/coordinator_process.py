@@ -10,6 +10,7 @@ from typing import Any
 
 from ding_lite.config.config import compile_config, load_experiment
 from ding_lite.coordinator import Coordinator
+from ding_lite.coordinator.home import RunHome
 from ding_lite.coordinator.recovery import RecoveryError, RecoveryFile, address_of
 from ding_lite.entry.launch.link import SupervisorLink
 from ding_lite.entry.launch.local import LauncherTransport
@@ -41,10 +42,13 @@ from ding_lite.utils.stop import (
 DEREGISTER_WAIT_S = 3.0  # closed workers deregister within this, then the master stops
 
 
-def start_master(cfg: Any, token: str, on_worker_lost: Any = None) -> Master:
+def start_master(
+    cfg: Any, token: str, on_worker_lost: Any = None, run_path: Path | None = None
+) -> Master:
     """Serves the coordinator's side of the protocol, as the config's system section says.
 
-    ``on_worker_lost(worker_id)`` is told of each worker the master declares lost.
+    ``on_worker_lost(worker_id)`` is told of each worker the master declares lost. On the
+    http data plane it also keeps the learner's checkpoints in ``run_path``'s ``ckpt/``.
     """
     system = cfg.system
 
@@ -53,7 +57,7 @@ def start_master(cfg: Any, token: str, on_worker_lost: Any = None) -> Master:
         if on_worker_lost is not None:
             on_worker_lost(worker.worker_id)
 
-    return Master(
+    master = Master(
         token=token,
         host=system.host,
         port=_port(system.coordinator_port),
@@ -67,7 +71,11 @@ def start_master(cfg: Any, token: str, on_worker_lost: Any = None) -> Master:
         # (partitioned), not all of them dead: they wait master_timeout for it, so does it.
         cut_off_tolerance=system.master_timeout,
         check_callback=True,
-    ).start()
+    )
+    if run_path is not None and system.data_plane == "http":
+        ckpt, limit = run_path / "ckpt", system.max_rollout_bytes
+        RunHome(master.files, ckpt, cfg.learner.keep_ckpts, limit, get_logger("coordinator"))
+    return master.start()
 
 
 def _log_register(worker: Any) -> None:
@@ -182,7 +190,7 @@ def coordinate(
 
     Returns ``(result, interrupted)``. ``link``: the supervisor's (restarts workers).
     """
-    master = start_master(cfg, token, link.worker_lost if link else None)
+    master = start_master(cfg, token, link.worker_lost if link else None, run_dir.path)
     if link is not None:
         link.ready(master.address)
     tb = None

@@ -223,7 +223,7 @@ class FlaskFileSystemCollector:
             return
         if not loop.wants(version, rollback):
             return
-        fetched = self._sender.fetch_policy(version, self.cfg.system.max_rollout_bytes)
+        fetched = self._sender.fetch_policy(version)
         try:
             loop.sync_policy(str(fetched), version, published_at, rollback=rollback)
         finally:

@@ -26,6 +26,7 @@ from ding_lite.utils.errors import DingLiteError
 
 RETRY_S = (0.02, 0.5)  # first and longest wait before a rollout is sent again
 MAX_REFUSED = 3  # refusals in a row after which the collector counts as failing
+POLICY_LIMIT_BYTES = 1 << 32  # the largest policy file fetched
 
 
 class DataPlaneSender:
@@ -128,7 +129,7 @@ class DataPlaneSender:
             self.own_dir.parent.rmdir()  # the last collector of the host takes the folder
         return left
 
-    def fetch_policy(self, version: int, limit: int) -> Path:
+    def fetch_policy(self, version: int, limit: int = POLICY_LIMIT_BYTES) -> Path:
         """Fetches policy ``version`` from the learner into :attr:`fetch_dir`; the caller
         reads the file and deletes it.
 

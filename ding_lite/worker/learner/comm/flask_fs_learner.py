@@ -30,12 +30,14 @@ from ding_lite.utils.stop import DISK_FULL, DIVERGED, LEARNER_FAILED, STOP_REASO
 from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.comm.base_comm_learner import BaseCommLearner
 from ding_lite.worker.learner.comm.best import BestPolicyWriter, check_best
+from ding_lite.worker.learner.comm.home import HomeLink
 from ding_lite.worker.learner.comm.inbox import Inbox
 from ding_lite.worker.learner.comm.intake import (
     Intake,
     batch_id_of,
     delete_files,
     failure_of,
+    log_lags,
     run_rollout_spec,
     take_rollouts,
     task_paths,
@@ -79,6 +81,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._learner: BaseLearner | None = None
         self._thread: TrainingThread | None = None
         self._best: BestPolicyWriter | None = None  # ckpt/best.pt, from start_task on
+        self._home: HomeLink | None = None  # http plane: checkpoints to and from home
         self._published: Path | None = None  # the policy file send_policy wrote last
         self._learn_lock = threading.Lock()  # learn tasks run one at a time
         self._answers = AnswerBook()  # a learn task asked again gets the same answer
@@ -122,19 +125,16 @@ class FlaskFileSystemLearner(BaseCommLearner):
 
     def send_learn_info(self, learn_info: dict[str, Any]) -> None:
         """Answers the learn task whose batch was just trained on."""
-        scalars = {
-            # JSON has no NaN: a non-finite scalar (e.g. explained variance of a constant
-            # target) goes out as null.
-            k: (float(v) if math.isfinite(v) else None)
-            for k, v in learn_info.items()
-        }
+        # JSON has no NaN: a non-finite scalar (e.g. explained variance) goes out as null.
+        scalars = {k: (float(v) if math.isfinite(v) else None) for k, v in learn_info.items()}
         if self._thread is not None:
             self._thread.answer({"policy_path": str(self._published), "scalars": scalars})
 
     @property
     def hooks4call(self) -> list[LearnerHook]:
         """After every iteration (last, priority 90): publish the policy, then report."""
-        return [CallbackHook("publish", position="after_iter", callback=self._after_iter)]
+        publish = CallbackHook("publish", position="after_iter", callback=self._after_iter)
+        return [publish, *(self._home.hooks() if self._home else [])]
 
     def _after_iter(self, learner: BaseLearner) -> None:
         start = time.perf_counter()
@@ -183,6 +183,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self.path_policy = Path(cfg.system.path_policy or exp_dir / "policy")
         self.path_data = Path(cfg.system.path_data or exp_dir / "data")
         self.rejected_dir = exp_dir / "rejected"
+        self._home = HomeLink.for_run(cfg, self.slave, data.get("fetch"), self._logger)
         tb_logger = build_tb_logger(exp_dir / "tb" / self.worker_id)
         learner = self._create_learner(
             {
@@ -312,10 +313,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
                 return self._info(intake)
             info = self._info(intake, **published)
             self._answers.put(batch_id, info)
-        if learner.tb_logger is not None:
-            tb, step = learner.tb_logger, learner.envstep
-            tb.add_scalar("charts/policy_lag", info["policy_lag"], step)
-            tb.add_scalar("charts/policy_lag_max", info["policy_lag_max"], step)
+        log_lags(learner, info)
         return info
 
     def close_task(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -337,6 +335,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
         learner = self._learner
         if learner is not None:  # the final evaluation may be the best
             self._best.take(best, learner.envstep)
+            if self._home is not None:
+                self._home.send_new()
         self.closed.set()
         stop_reason, error = self._state() if learner else (None, "")
         return {

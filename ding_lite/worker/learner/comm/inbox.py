@@ -8,7 +8,7 @@ ledger, the learn tasks and the tidying see the same files as on the ``files`` p
 
 A rollout is kept only when every check holds, else nothing of it is: the token (the app's),
 the collector id and the file name (no path may hide in either), the body's length (413
-over ``system.max_rollout_bytes``, before it is read), its digest, and its content, read
+over ``system.max_rollout_bytes``, on its declared length), its digest, and its content, read
 with ``weights_only`` and validated against the run's spec as a learn task would. One sent
 again (a retry after a lost answer) is acknowledged and not stored twice. A collector with
 ``system.max_pending_files`` files waiting here is told to wait (429): a learner that
@@ -32,8 +32,8 @@ from ding_lite.worker.learner.comm.intake import one_line, read_checked
 
 ROLLOUT_ROUTE = "/data/rollout/<collector>/<path:name>"
 POLICY_ROUTE = "/data/policy/<int:version>"
-# What the server lets through before the run's config sets the limit (waitress's cap).
-RECEIVE_CAP_BYTES = 1 << 32
+# The rollout limit until a run's config sets its own (nothing is received before).
+RECEIVE_CAP_BYTES = 1 << 20
 _REMEMBERED = 65_536  # names of rollouts received, to acknowledge one sent again
 
 
@@ -90,7 +90,10 @@ class Inbox:
                 return {"stored": False, "received_before": True}
             if key in self._receiving:
                 raise TryLater(f"rollout {key} is being received; send it again later")
-            waiting = _waiting(dest.parent)
+            # Complete files and those being received (a collector sending several at once).
+            waiting = _waiting(dest.parent) + sum(
+                k.startswith(f"{collector}/") for k in self._receiving
+            )
             if waiting >= run.max_pending:
                 raise TryLater(
                     f"{waiting} rollout(s) of {collector} wait to be trained on "
@@ -102,7 +105,7 @@ class Inbox:
                 try:
                     read_checked(temp, run.spec, given=key, named=dest)
                 except Exception as err:  # a bad rollout is refused, never fatal
-                    why = one_line(err)
+                    why = one_line(err).replace(str(temp), key)  # (not the temp file's name)
                     self._logger.warning(f"refused rollout {key} from the data plane: {why}")
                     raise ValueError(f"not a valid rollout: {why}") from None
                 os.replace(temp, dest)

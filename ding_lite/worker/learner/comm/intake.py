@@ -178,6 +178,14 @@ def _delete(path: Path, logger: Any) -> None:
         logger.warning(f"could not delete consumed rollout {path}: {err}")
 
 
+def log_lags(learner: Any, info: dict[str, Any]) -> None:
+    """Logs the policy lag of the rollouts an iteration trained on (tensorboard)."""
+    if learner.tb_logger is not None and "policy_lag" in info:
+        tb, step = learner.tb_logger, learner.envstep
+        tb.add_scalar("charts/policy_lag", info["policy_lag"], step)
+        tb.add_scalar("charts/policy_lag_max", info["policy_lag_max"], step)
+
+
 def one_line(err: BaseException) -> str:
     """``"ExcType: first line of the message"``."""
     text = str(err).strip()

@@ -15,11 +15,13 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 
 import pytest
+from helpers import wait_for
 from roles import balanced
 
 RAY_START_TIMEOUT_S = 120
@@ -36,10 +38,10 @@ def _ray(net, host: str, argv: list[str], env: dict) -> None:
     assert done.returncode == 0, (host, argv, done.stdout[-2000:], done.stderr[-2000:])
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(360)
-def test_a_run_on_a_three_node_ray_cluster_places_workers_on_other_nodes(hosts, tmp_path):
-    net = hosts("a", "b", "c")
+def _cluster_run(net, run_dir, extra: list[str], during=None) -> tuple[int, str]:
+    """Starts Ray on the three hosts (head on a, without CPUs for actors), drives
+    ``ding-lite parallel --launcher ray`` from a, calls ``during(driver)`` while it runs,
+    stops Ray on every host; the driver's exit code and output."""
     token = secrets.token_hex(32)
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     started = []
@@ -58,17 +60,18 @@ def test_a_run_on_a_three_node_ray_cluster_places_workers_on_other_nodes(hosts, 
                 env,
             )
             started.append(host)
-        run_dir = tmp_path / "run"
         driver = net.start(
             "a",
             [sys.executable, "-m", "ding_lite", "parallel", "-c", "cartpole_ppo_parallel"]
             + ["--launcher", "ray", "--ray-address", "10.0.0.1:6379", "--exp-dir", str(run_dir)]
-            + ["system.host=0.0.0.0"],
+            + ["system.host=0.0.0.0", *extra],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
+        if during is not None:
+            during(driver)
         out, _ = driver.communicate(timeout=240)
     finally:
         try:
@@ -76,13 +79,67 @@ def test_a_run_on_a_three_node_ray_cluster_places_workers_on_other_nodes(hosts, 
                 _ray(net, host, ["stop", "--force"], env)
         finally:
             shutil.rmtree(ray_tmp, ignore_errors=True)
-    assert driver.returncode == 0, out[-4000:]
+    return driver.returncode, out
+
+
+def _placed_on_other_nodes(state: dict) -> None:
+    """Every worker served on its own node's address, never the head's, never loopback."""
+    nodes = {address.rsplit(":", 1)[0] for address in state["addresses"].values()}
+    assert nodes and nodes <= {"10.0.0.2", "10.0.0.3"}, state["addresses"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(360)
+def test_a_run_on_a_three_node_ray_cluster_places_workers_on_other_nodes(hosts, tmp_path):
+    net = hosts("a", "b", "c")
+    run_dir = tmp_path / "run"
+    code, out = _cluster_run(net, run_dir, [])
+    assert code == 0, out[-4000:]
     result = json.loads((run_dir / "result.json").read_text())
     assert result["solved"] and result["stop_reason"] == "solved", result
     assert balanced(result["ledger"]), result["ledger"]
-    # Every worker served on its own node's address, never the head's, never loopback.
-    state = json.loads((run_dir / "coordinator_state.json").read_text())
-    nodes = {address.rsplit(":", 1)[0] for address in state["addresses"].values()}
-    assert nodes and nodes <= {"10.0.0.2", "10.0.0.3"}, state["addresses"]
+    _placed_on_other_nodes(json.loads((run_dir / "coordinator_state.json").read_text()))
     assert "Traceback" not in out, out[-4000:]
     assert not [h for h in ("a", "b", "c") if net.pids(h)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_the_http_plane_on_ray_nodes_sharing_nothing_outlives_a_lost_node(hosts, tmp_path):
+    # Every node has its own run root; rollouts, policies and checkpoints go over HTTP.
+    # Mid-run node b's raylet is killed: its actors die with it, the launcher places
+    # their replacements on c, and a learner among them resumes from the checkpoint home.
+    net = hosts("a", "b", "c")
+    root = tmp_path / "runs"
+    for host in ("a", "b", "c"):
+        net.own_folder(host, root)
+    run_dir = root / "run"
+
+    def lose_node_b(driver) -> None:
+        def iteration() -> int:
+            try:
+                return int(json.loads(net.read("a", run_dir / "status.json") or "")["iteration"])
+            except (ValueError, KeyError, TypeError):
+                return 0
+
+        assert wait_for(lambda: iteration() >= 3 or driver.poll() is not None, 150)
+        raylets = [p for p in net.pids("b") if "raylet" in _cmdline(p)]
+        assert raylets, "no raylet found on node b"
+        for pid in raylets:
+            os.kill(pid, signal.SIGKILL)
+
+    code, out = _cluster_run(net, run_dir, ["system.data_plane=http"], during=lose_node_b)
+    assert code == 0, out[-4000:]
+    result = json.loads(net.read("a", run_dir / "result.json") or "null")
+    assert result["stop_reason"] in ("solved", "max_env_step"), result
+    assert balanced(result["ledger"]), (result["ledger"], out[-3000:])
+    assert result["restarts"] >= 1, result
+    _placed_on_other_nodes(json.loads(net.read("a", run_dir / "coordinator_state.json")))
+    assert not [h for h in ("a", "b", "c") if net.pids(h)]  # no Ray process left
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

@@ -41,6 +41,7 @@ from typing import Any
 
 from ding_lite.entry.launch.local import Launcher, worker_threads
 from ding_lite.utils.errors import ConfigError
+from ding_lite.utils.log import get_logger
 
 # Imported by _import_ray(): Ray reads its auth mode and whether it may swap 127.0.0.1 for
 # the machine's routable address once, on import, so the environment must be set first.
@@ -84,6 +85,8 @@ class WorkerActor:
     def run(self, role: str, options: dict[str, Any], env: dict[str, str], log: str) -> int:
         """Runs ``run_worker(role, **options)`` with ``env`` set; output goes to ``log``."""
         os.environ.update(env)
+        # On a node that shares no folder with the driver, its own copy of the logs folder.
+        os.makedirs(os.path.dirname(log), exist_ok=True)
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
@@ -135,6 +138,25 @@ class RayWorker:
 
     def kill(self) -> None:
         ray.kill(self.actor, no_restart=True)
+
+
+class FailedStart:
+    """A worker whose actor died before it ran: it reads as a process that exited (-9), so
+    the launcher replaces it as it does any worker that died."""
+
+    pid, returncode = 0, -9
+
+    def poll(self) -> int:
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        return self.returncode
+
+    def terminate(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
 
 
 class RayLauncher(Launcher):
@@ -266,7 +288,16 @@ class RayLauncher(Launcher):
                     )
                 )
             actors.append(self._actor_cls.options(**opts).remote())
-        places = ray.get([a.where.remote() for a in actors], timeout=ACTOR_CALL_TIMEOUT_S)
+        try:
+            places = ray.get([a.where.remote() for a in actors], timeout=ACTOR_CALL_TIMEOUT_S)
+        except Exception as err:  # placed on a node being lost, or never placed in time
+            get_logger("launcher").warning(
+                f"{role} {worker_id} could not start on Ray ({type(err).__name__}); it is "
+                "replaced like a worker that died"
+            )
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+            return [FailedStart() for _ in actors]
         rank_env: dict[str, str] = {}
         if ranks > 1:
             host, port, _ = places[0]

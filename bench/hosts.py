@@ -22,7 +22,14 @@ loopback costs (addresses, the bridge, the extra hops), not a real network's lat
 the network's round trip to each call for that: one per data task and one per learn task
 per iteration, plus one per collector for a policy sync.
 
+With ``--planes`` it compares the two data planes instead, both on the hosts layout:
+``files`` (one shared filesystem, as above) and ``http`` (``system.data_plane=http``, every
+host's run root an empty tmpfs of its own, so each rollout crosses the network to the
+learner and each policy to the collectors). It adds the rollout bytes moved per second
+(rollouts written times one rollout's file size, over the run's wall time).
+
     sudo python bench/hosts.py --seeds 0 1 2
+    sudo python bench/hosts.py --planes --seeds 0 1 2
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ FIGURES = (  # (result.json key, header, format of the value in the unit the hea
     ("policy_sync_p50_s", "sync p50 ms", lambda v: f"{v * 1e3:.1f}"),
     ("policy_sync_p99_s", "sync p99 ms", lambda v: f"{v * 1e3:.1f}"),
     ("steady_sps", "steady SPS", lambda v: f"{v:,.0f}"),
+    ("rollout_mb_s", "rollout MB/s", lambda v: f"{v:.2f}"),
 )
 
 
@@ -65,8 +73,10 @@ def loopback(argv: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 def run_once(exp: str, iters: int, seed: int, placement: str, folder: Path) -> dict:
-    run_dir = folder / "run"
+    private = placement == "http"  # every host's run root its own
+    run_dir = folder / "runs" / "run" if private else folder / "run"
     extra = (f"max_train_iter={iters}", "evaluator.stop_value=none", f"seed={seed}")
+    extra += ("system.data_plane=http",) if private else ()
     argv = layout(run_dir, collectors=2, extra=extra)
     argv["coordinator"] = [w if w != "cartpole_ppo_parallel" else exp for w in argv["coordinator"]]
     if placement == "loopback":
@@ -77,7 +87,10 @@ def run_once(exp: str, iters: int, seed: int, placement: str, folder: Path) -> d
         net = TestHosts(list(argv))
         hosts_of = {role: role for role in argv}
     try:
-        run = RoleRun(net, folder, argv, run_dir, hosts_of=hosts_of).start()
+        if private:
+            for host in argv:
+                net.own_folder(host, folder / "runs")
+        run = RoleRun(net, folder, argv, run_dir, hosts_of=hosts_of, private=private).start()
         codes = run.finish(1800)
         if set(codes.values()) != {0}:
             raise SystemExit(f"{exp} {placement} seed {seed}: exit codes {codes}\n{run.report()}")
@@ -87,7 +100,28 @@ def run_once(exp: str, iters: int, seed: int, placement: str, folder: Path) -> d
     if problems:
         raise SystemExit("; ".join(problems))
     result["s_per_iter"] = result["wall_s"] / max(1, result["train_iter"])
+    written = result["ledger"]["written"] * rollout_bytes(exp)
+    result["rollout_mb_s"] = written / max(result["wall_s"], 1e-9) / 1e6
     return result
+
+
+def rollout_bytes(exp: str, cache: dict[str, int] = {}) -> int:  # noqa: B006 (a memo)
+    """The size of one rollout file of ``exp``, as a collector of the run writes it."""
+    if exp not in cache:
+        from ding_lite.config import compile_config
+        from ding_lite.data.files import write_rollout
+        from ding_lite.envs.from_config import build_env
+        from ding_lite.policy import create_policy
+        from ding_lite.worker.collector import SerialCollector
+
+        cfg = compile_config(exp)
+        env = build_env(cfg, cfg.env.num_envs, "cpu", 0)
+        policy = create_policy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
+        data = SerialCollector.from_config(env, policy, cfg, 0).collect()
+        with tempfile.TemporaryDirectory() as tmp:
+            meta = write_rollout(tmp, "c0", 0, data, policy_version=0)
+            cache[exp] = Path(meta["path"]).stat().st_size
+    return cache[exp]
 
 
 def _cell(value: float | None, fmt) -> str:
@@ -98,7 +132,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--experiments", nargs="+", default=list(EXPERIMENTS))
+    parser.add_argument("--planes", action="store_true", help="files vs http, on hosts")
     args = parser.parse_args()
+    placements = ("files", "http") if args.planes else ("loopback", "hosts")
     if why := can_make_hosts():
         raise SystemExit(f"bench/hosts.py: {why}")
     header = f"{'experiment':<24}{'placement':<10}{'seed':>5}" + "".join(
@@ -108,7 +144,7 @@ def main() -> None:
     rows: dict[tuple[str, str], list[dict]] = {}
     for exp in args.experiments:
         for seed in args.seeds:
-            for placement in ("loopback", "hosts"):
+            for placement in placements:
                 with tempfile.TemporaryDirectory() as tmp:
                     result = run_once(exp, EXPERIMENTS[exp], seed, placement, Path(tmp))
                 rows.setdefault((exp, placement), []).append(result)

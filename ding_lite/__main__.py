@@ -2,6 +2,9 @@
 
 import sys
 
-from ding_lite.entry.cli.command import main
+from ding_lite.utils.stop import exit_quietly_while_loading
+
+with exit_quietly_while_loading():
+    from ding_lite.entry.cli.command import main
 
 sys.exit(main())

@@ -112,6 +112,15 @@ def check_learner_state(out: dict) -> tuple[str | None, str]:
     return reason, error[:500]
 
 
+def check_received(out: dict) -> list[str]:
+    """The rollout files a learner on the http plane says it holds (the ledger checks each
+    path and name; files it knows are not counted again)."""
+    received = out.get("received") or []
+    if not isinstance(received, list) or not all(isinstance(p, str) for p in received):
+        raise ResultError("field 'received' must be a list of paths")
+    return received
+
+
 def check_learn_info(out: dict, path_policy: str | Path) -> dict[str, Any]:
     """The fields of a learn task's result the coordinator uses."""
     if not isinstance(out.get("done"), bool):

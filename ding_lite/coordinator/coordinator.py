@@ -18,7 +18,7 @@ from typing import Any
 
 from ding_lite.config.config import to_plain
 from ding_lite.coordinator import recovery
-from ding_lite.coordinator.checks import ResultError, check_best
+from ding_lite.coordinator.checks import ResultError, check_best, check_received
 from ding_lite.coordinator.collectors import CollectorPool
 from ding_lite.coordinator.learner_side import LearnerLink
 from ding_lite.coordinator.ledger import RolloutLedger
@@ -311,6 +311,9 @@ class Coordinator:
             )
         if closed is not None and closed.success:
             self.rollouts.settle({"dropped_run_end": (closed.result or {}).get("dropped_run_end")})
+            if not self.rollouts.local:  # files it held that this ledger had not heard of
+                with contextlib.suppress(ResultError):
+                    self.rollouts.offer_all(check_received(closed.result or {}))
             with contextlib.suppress(ResultError):
                 self.learner_link.best_told(
                     data, {"best_checkpoint": check_best(closed.result or {})}

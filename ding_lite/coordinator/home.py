@@ -5,7 +5,9 @@ the coordinator's. It sends every checkpoint it writes (``ckpt_iter<N>.pt``, ``b
 to ``PUT /run/ckpt/<name>`` on the coordinator's server, which keeps them in the run dir's
 ``ckpt/`` (the newest ``learner.keep_ckpts`` periodic ones), so ``--resume``, ``ding-lite
 status`` and a replacement learner on any host work from here: a learner started to resume
-is told the names to fetch from ``GET /run/ckpt/<name>``.
+is told the names to fetch from ``GET /run/ckpt/<name>``. Its tensorboard event files come
+the same way (``PUT /run/tb/<worker id>/<file>``, into ``tb/<worker id>/``), so ``plot``
+and tensorboard read the whole run at home.
 
 Torch-free, like the rest of the coordinator: a file must carry a checkpoint's name and the
 zip signature torch writes; what is inside is checked by the learner that loads it
@@ -15,12 +17,15 @@ zip signature torch writes; what is inside is checked by the learner that loads 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from ding_lite.utils.paths import BEST_CKPT, CKPT_GLOB, parse_ckpt_name
+from ding_lite.utils.paths import BEST_CKPT, CKPT_GLOB, is_worker_id, parse_ckpt_name
 
 CKPT_ROUTE = "/run/ckpt/<name>"
+TB_ROUTE = "/run/tb/<worker>/<name>"
+_TB_NAME = re.compile(r"^events\.out\.tfevents\.[A-Za-z0-9._-]{1,200}$")
 _ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format is a zip archive
 
 
@@ -41,6 +46,7 @@ class RunHome:
         self._logger = logger
         files.serve_put(CKPT_ROUTE, self._put, limit)
         files.serve_get(CKPT_ROUTE, self._locate)
+        files.serve_put(TB_ROUTE, self._put_tb, limit)
 
     def _put(self, receive: Any, name: str) -> dict[str, Any]:
         dest = self._path(name)
@@ -50,6 +56,14 @@ class RunHome:
                     raise ValueError(f"{name} is not a checkpoint written by torch.save")
             os.replace(temp, dest)
         self._rotate()
+        return {"stored": True}
+
+    def _put_tb(self, receive: Any, worker: str, name: str) -> dict[str, Any]:
+        if not is_worker_id(worker) or not _TB_NAME.match(name):
+            raise ValueError(f"{worker[:80]}/{name[:80]} is not a tensorboard event file")
+        dest = self.ckpt_dir.parent / "tb" / worker / name
+        with receive(dest) as temp:
+            os.replace(temp, dest)
         return {"stored": True}
 
     def _locate(self, name: str) -> Path:

@@ -17,6 +17,7 @@ from ding_lite.coordinator.checks import (
     check_learn_info,
     check_learner_start,
     check_learner_state,
+    check_received,
 )
 from ding_lite.coordinator.collectors import CollectorPool
 from ding_lite.coordinator.home import home_checkpoints
@@ -203,6 +204,8 @@ class LearnerLink(CoordinatorPart):
             if not self._go_on(*check_learner_state(demand.result or {})):
                 return None
             state.batch_size = int(demand.result["batch_size"])
+            if not self.ledger.local:  # the http plane: the learner holds the files
+                self.ledger.offer_all(check_received(demand.result))
         except (ResultError, KeyError, TypeError, ValueError) as err:
             return self._task_failed("learner_get_data_task", f"bad result: {err}")
         data = state.inflight or self._next_batch()

@@ -160,11 +160,13 @@ class RolloutLedger:
         """Returns unsettled handed files to the queue (e.g. the learner was lost mid-task).
 
         Files that no longer exist were consumed by the learner that failed: their
-        iteration is lost, so they count as ``missing_as``.
+        iteration is lost, so they count as ``missing_as``. On the http plane this host
+        cannot look: every one goes back, and a learner that lacks it says so when it is
+        named again (``dropped_invalid``).
         """
         for key, meta in list(self._handed.items()):
             del self._handed[key]
-            if os.path.exists(key):
+            if not self.local or os.path.exists(key):
                 self._waiting[key] = meta
             else:
                 self.counts[missing_as] += 1

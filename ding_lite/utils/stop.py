@@ -151,6 +151,25 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 @contextlib.contextmanager
+def exit_quietly_while_loading() -> Iterator[None]:
+    """While the block runs (the command line's own modules loading), SIGINT or SIGTERM ends
+    the process at once with its one line (``ding-lite: interrupted (SIGINT)``, exit 130 or
+    143). After it Ctrl-C raises KeyboardInterrupt again, for the command to unwind; SIGTERM
+    keeps the one-line exit until a :func:`sigterm_interrupts` block takes it over."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_now)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _exit_now(signum: int, frame: Any) -> None:
+    sys.stderr.write(f"ding-lite: interrupted ({signal.Signals(signum).name})\n")
+    sys.exit(128 + signum)
+
+
+@contextlib.contextmanager
 def signals_held() -> Iterator[list[int]]:
     """Holds SIGINT and SIGTERM back for the block; yields the list of those that came.
 

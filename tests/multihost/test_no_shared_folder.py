@@ -63,34 +63,25 @@ def _nothing_stray(run: RoleRun, root, dead: tuple[str, ...] = ()) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(RUN_TIMEOUT_S + 60)
-@pytest.mark.parametrize("experiment", ["cartpole_ppo_parallel", "pendulum_ppo_parallel"])
-def test_the_http_plane_solves_across_hosts_that_share_no_folder(hosts, tmp_path, experiment):
+@pytest.mark.parametrize(
+    "experiment, cut", [("cartpole_ppo_parallel", 8.0), ("pendulum_ppo_parallel", 0.0)]
+)
+def test_the_http_plane_solves_across_hosts_that_share_no_folder(hosts, tmp_path, experiment, cut):
+    # On CartPole the collector's host is also cut off for 8 s mid-run: it keeps sending,
+    # so a PUT is in flight or queued when the link goes; each rollout is stored once.
     names = ("coordinator", "learner", "collector", "collector2")
     run, root = _private_run(hosts, tmp_path, names, experiment)
     run.start()
+    if cut:
+        run.wait_iteration(3)
+        run.cut_for("collector", cut)
     codes = run.finish(RUN_TIMEOUT_S)
     assert codes == dict.fromkeys(run.argv, 0), run.report()
     result = run.result()
     assert result["solved"] and result["stop_reason"] == "solved", result
-    assert balanced(result["ledger"]), result["ledger"]
+    assert balanced(result["ledger"]), (result["ledger"], run.report())
     assert result["ledger"]["trained"] > 0, result["ledger"]
     assert not [h for h in run.argv if "Traceback" in run.out(h)], run.report()
-    _nothing_stray(run, root)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(RUN_TIMEOUT_S + 60)
-def test_a_collector_host_cut_off_mid_upload_stores_each_rollout_once(hosts, tmp_path):
-    names = ("coordinator", "learner", "collector")
-    run, root = _private_run(hosts, tmp_path, names, extra=("system.max_pending_files=2",))
-    run.start()
-    run.wait_iteration(3)
-    run.cut_for("collector", 8.0)  # it keeps sending: a PUT is in flight or queued
-    codes = run.finish(RUN_TIMEOUT_S)
-    assert codes == dict.fromkeys(run.argv, 0), run.report()
-    result = run.result()
-    assert result["solved"], result
-    assert balanced(result["ledger"]), result["ledger"]
     _nothing_stray(run, root)
 
 

@@ -278,6 +278,8 @@ class RayLauncher(Launcher):
                     f"{PLACEMENT_TIMEOUT_S:g} s (cluster: {ray.cluster_resources()})"
                 ) from None
             self._groups[worker_id] = group
+        if group is None and not self._owns_ray:  # a cluster: spread over its nodes
+            options["scheduling_strategy"] = "SPREAD"
         actors = []
         for rank in range(ranks):
             opts = dict(options)

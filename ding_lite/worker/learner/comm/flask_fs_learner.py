@@ -75,8 +75,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         super().__init__(cfg)
         self.worker_id = worker_id
         self._device_override = device
-        #: The transport serving this worker's tasks (None: handlers are called directly).
-        self.slave = slave_factory(self.handlers) if slave_factory is not None else None
+        self.slave = slave_factory(self.handlers) if slave_factory else None  #: (see above)
         self._logger = get_logger(f"learner.{worker_id}")
         self._learner: BaseLearner | None = None
         self._thread: TrainingThread | None = None
@@ -254,8 +253,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
         }
 
     def get_data_task(self, data: dict[str, Any]) -> dict[str, Any]:
-        """The learner's demand (samples per iteration, where it stands) and its state:
-        ``stop_reason`` (None, "learner_failed", "disk_full" or "diverged") and ``error``."""
+        """The learner's demand (samples per iteration, where it stands), its state
+        (``stop_reason``, ``error``) and the rollouts it holds (``received``: http plane)."""
         learner = self._require_learner()
         stop_reason, error = self._state()
         return {
@@ -264,6 +263,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "policy_version": learner.train_iter,
             "stop_reason": stop_reason,
             "error": error,
+            "received": self.inbox.holding(),
         }
 
     def learn_task(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -321,8 +321,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
         checked inside ``path_data`` first, else ``UnsafePathError`` and nothing deleted);
         the learner saves its checkpoint (after_run hooks).
 
-        Returns:
-            ``{"iteration", "dropped_run_end": [paths], "stop_reason", "error"}``.
+        Returns: ``{"iteration", "dropped_run_end": [paths], "left_in_path_data",
+        "received": [held unnamed, deleted: http plane], "stop_reason", "error", "best"}``.
         """
         discard = data.get("discard", [])
         best = check_best(data)
@@ -330,7 +330,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             raise UnsafePathError("learner not started: it cannot check the discard paths")
         named = task_paths(discard, self.path_data, "discard") if discard else []
         dropped = delete_files(named, self._logger)
-        self.inbox.close()
+        held = self.inbox.close()  # the http plane: what arrived after the coordinator looked
         self._stop_learner(timeout=self.cfg.system.task_timeout if self._learner else 5.0)
         learner = self._learner
         if learner is not None:  # the final evaluation may be the best
@@ -343,6 +343,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "iteration": learner.train_iter if learner else 0,
             "dropped_run_end": dropped,
             "left_in_path_data": len(scan_rollouts(self.path_data)) if learner else 0,
+            "received": held,
             "stop_reason": stop_reason,
             "error": error,
             "best": self._best.report() if learner else None,

@@ -2,11 +2,11 @@
 
 There the learner may share no folder with the coordinator. Each checkpoint it writes
 (``ckpt_iter<N>.pt``, ``best.pt``) is sent home after the iteration (and the run) that
-wrote it, so ``--resume`` and ``ding-lite status`` work from the run dir; a learner started
-to resume first fetches the checkpoints the coordinator names (newest first) into its own
-``ckpt/``, and loads from there as any learner does (``weights_only``, checked whole).
-A checkpoint that cannot be sent now is sent with the next one; sending never stops
-training.
+wrote it, with its tensorboard event files as they are then, so ``--resume``, ``ding-lite
+status`` and ``plot`` work from the run dir; a learner started to resume first fetches the
+checkpoints the coordinator names (newest first) into its own ``ckpt/``, and loads from
+there as any learner does (``weights_only``, checked whole). A file that cannot be sent
+now is sent with the next one; sending never stops training.
 """
 
 from __future__ import annotations
@@ -30,15 +30,19 @@ class HomeLink:
         peer: the coordinator as a file peer (``slave.files.home(...)``).
         ckpt_dir: the learner's checkpoint folder.
         limit: the largest checkpoint fetched, in bytes.
+        tb_dir: the learner's tensorboard folder (``tb/<worker id>``; None: none sent).
         logger: the learner's logger.
     """
 
-    def __init__(self, peer: Any, ckpt_dir: Path, limit: int, logger: Any) -> None:
+    def __init__(
+        self, peer: Any, ckpt_dir: Path, limit: int, logger: Any, tb_dir: Path | None = None
+    ) -> None:
         self._peer = peer
         self.ckpt_dir = ckpt_dir
+        self.tb_dir = tb_dir
         self._limit = limit
         self._logger = logger
-        self._sent: dict[str, tuple[int, int]] = {}  # name -> (mtime_ns, size) sent
+        self._sent: dict[str, tuple[int, int]] = {}  # route -> (mtime_ns, size) sent
 
     @classmethod
     def for_run(cls, cfg: Any, slave: Any, fetch: Any, logger: Any) -> HomeLink | None:
@@ -76,7 +80,7 @@ class HomeLink:
                 self._logger.warning(f"could not fetch checkpoint {name} from home: {err}")
                 continue
             stat = (self.ckpt_dir / name).stat()
-            self._sent[name] = (stat.st_mtime_ns, stat.st_size)  # home has it
+            self._sent[f"/run/ckpt/{name}"] = (stat.st_mtime_ns, stat.st_size)  # home has it
             self._logger.info(f"fetched checkpoint {name} from the run's home")
 
     def send_new(self) -> None:
@@ -87,16 +91,23 @@ class HomeLink:
             if (n := parse_ckpt_name(p.name)) is not None
         )
         for path in [p for _, p in periodic[-1:]] + [self.ckpt_dir / BEST_CKPT]:
-            with contextlib.suppress(FileNotFoundError):
-                stat = path.stat()
-                if self._sent.get(path.name) == (stat.st_mtime_ns, stat.st_size):
-                    continue
-                try:
-                    self._peer.put(f"/run/ckpt/{path.name}", path)
-                except DingLiteError as err:
-                    self._logger.warning(f"could not send {path.name} home (sent later): {err}")
-                    continue
-                self._sent[path.name] = (stat.st_mtime_ns, stat.st_size)
+            self._send(path, f"/run/ckpt/{path.name}")
+        if self.tb_dir is not None and self.tb_dir.is_dir():
+            for path in sorted(self.tb_dir.glob("events.out.tfevents.*")):
+                self._send(path, f"/run/tb/{self.tb_dir.name}/{path.name}")
+
+    def _send(self, path: Path, route: str) -> None:
+        """Sends ``path`` to ``route`` at home unless it went there as it is now."""
+        with contextlib.suppress(FileNotFoundError):
+            stat = path.stat()
+            if self._sent.get(route) == (stat.st_mtime_ns, stat.st_size):
+                return
+            try:
+                self._peer.put(route, path)
+            except DingLiteError as err:
+                self._logger.warning(f"could not send {path.name} home (sent later): {err}")
+                return
+            self._sent[route] = (stat.st_mtime_ns, stat.st_size)
 
     def hooks(self) -> list[LearnerHook]:
         """Send home after every iteration and after the run (after their checkpoints)."""

@@ -27,7 +27,13 @@ from typing import Any
 from ding_lite.data.files import policy_file
 from ding_lite.data.spec import RolloutSpec
 from ding_lite.utils.errors import TryLater
-from ding_lite.utils.paths import UnsafePathError, is_worker_id, parse_rollout_path, resolve_inside
+from ding_lite.utils.paths import (
+    UnsafePathError,
+    is_worker_id,
+    parse_rollout_path,
+    resolve_inside,
+    scan_rollouts,
+)
 from ding_lite.worker.learner.comm.intake import one_line, read_checked
 
 ROLLOUT_ROUTE = "/data/rollout/<collector>/<path:name>"
@@ -75,10 +81,27 @@ class Inbox:
         with self._lock:
             self._run = _Run(path_data, path_policy, spec, int(cfg.system.max_pending_files))
 
-    def close(self) -> None:
-        """Refuses rollouts from now on (the run ended)."""
+    def holding(self) -> list[str]:
+        """The rollout files received and not yet trained on (their paths in ``path_data``),
+        for the coordinator's ledger: one whose sender never reported it (it died after
+        sending) is known all the same. Empty unless a run on the http plane is open."""
+        run = self._run
+        if run is None:
+            return []
+        return [meta["path"] for meta in scan_rollouts(run.path_data)]
+
+    def close(self) -> list[str]:
+        """Refuses rollouts from now on (the run ended); deletes those it still holds (the
+        coordinator discarded what it knew of; any other arrived after its last look) and
+        returns their paths, for the ledger."""
         with self._lock:
-            self._run = None
+            run, self._run = self._run, None
+        if run is None:
+            return []
+        held = [meta["path"] for meta in scan_rollouts(run.path_data)]
+        for path in held:
+            Path(path).unlink(missing_ok=True)
+        return held
 
     # --- routes --------------------------------------------------------------------------
     def _put_rollout(self, receive: Any, collector: str, name: str) -> dict[str, Any]:

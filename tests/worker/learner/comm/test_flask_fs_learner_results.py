@@ -39,14 +39,17 @@ def test_learner_start_get_data_and_close_results(tmp_path):
         n_steps, num_envs = cfg.policy.collect.n_steps, cfg.env.num_envs
         assert start["batch_size"] == n_steps * num_envs * cfg.system.collectors
         demand = learner.get_data_task({})
-        assert set(demand) == {"batch_size", "iteration", "policy_version", "stop_reason", "error"}
+        fields = {"batch_size", "iteration", "policy_version", "stop_reason", "error", "received"}
+        assert set(demand) == fields
         assert demand["stop_reason"] is None and demand["error"] == ""
+        assert demand["received"] == []  # the files plane: the coordinator scans path_data
     finally:
         closed = learner.close_task({"discard": []})
     assert closed == {
         "iteration": 0,
         "dropped_run_end": [],
         "left_in_path_data": 0,
+        "received": [],
         "stop_reason": None,
         "error": "",
         "best": None,

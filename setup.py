@@ -57,7 +57,7 @@ setup(
             "pytest-timeout",
             # Two test processes (pyproject's addopts -n 2): many tests wait on servers,
             # heartbeats and cut links, so a second one fills a core the first leaves idle.
-            "pytest-xdist",
+            "pytest-xdist>=3.2",  # --dist worksteal
             "gymnasium[mujoco]>=1.0",
             "matplotlib",
             "wandb",

@@ -7,6 +7,15 @@ from typing import Any
 
 from ding_lite.utils.errors import ConfigError
 
+
+def _is_resource_name(value: str) -> bool:
+    """ "" or a name Ray takes for a custom resource (letters, digits, '_', '-', '.')."""
+    if value == "":
+        return True
+    ok = all(c.isalnum() or c in "_-." for c in value) and len(value) <= 64
+    return ok and value not in ("CPU", "GPU", "memory", "object_store_memory")
+
+
 # Value checks beyond the type: dotted key -> (predicate, what the value must be).
 CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "env.num_envs": (lambda v: v >= 1, "at least 1"),
@@ -59,6 +68,8 @@ CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "system.dist_timeout": (lambda v: v > 0, "positive"),
     "system.launcher": (lambda v: v in ("local", "ray"), "'local' or 'ray'"),
     "system.data_plane": (lambda v: v in ("files", "http"), "'files' or 'http'"),
+    "system.learner_node": (_is_resource_name, "'' or a Ray resource name (not CPU or GPU)"),
+    "system.collector_node": (_is_resource_name, "'' or a Ray resource name (not CPU or GPU)"),
     "system.max_rollout_bytes": (lambda v: v >= 1024, "at least 1024"),
     "policy.learn.max_skipped_steps": (lambda v: v >= 1, "at least 1"),
     "policy.learn.value_weight": (lambda v: v > 0, "positive"),

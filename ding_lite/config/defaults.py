@@ -282,6 +282,11 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # Ray resources of each learner rank and of each collector (CPU, GPU, or custom).
         learner_resources=dict(CPU=1.0, GPU=0.0),
         collector_resources=dict(CPU=0.5, GPU=0.0),
+        # Pin a role to the Ray nodes started with this custom resource (e.g. "learner_node"
+        # for `ray start --resources '{"learner_node": 1}'`; each worker asks for 0.001 of
+        # it). "": any node (spread over a cluster's nodes).
+        learner_node="",
+        collector_node="",
     ),
     evaluator=dict(
         # Evaluate every this many iterations (0: never during training; once at the end).

@@ -38,10 +38,13 @@ def _ray(net, host: str, argv: list[str], env: dict) -> None:
     assert done.returncode == 0, (host, argv, done.stdout[-2000:], done.stderr[-2000:])
 
 
-def _cluster_run(net, run_dir, extra: list[str], during=None) -> tuple[int, str]:
-    """Starts Ray on the three hosts (head on a, without CPUs for actors), drives
-    ``ding-lite parallel --launcher ray`` from a, calls ``during(driver)`` while it runs,
-    stops Ray on every host; the driver's exit code and output."""
+def _cluster_run(
+    net, run_dir, extra: list[str], during=None, resources: dict | None = None
+) -> tuple[int, str]:
+    """Starts Ray on the three hosts (head on a, without CPUs for actors; ``resources``:
+    host -> its custom resources), drives ``ding-lite parallel --launcher ray`` from a,
+    calls ``during(driver)`` while it runs, stops Ray on every host; the driver's exit
+    code and output."""
     token = secrets.token_hex(32)
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     started = []
@@ -56,7 +59,12 @@ def _cluster_run(net, run_dir, extra: list[str], during=None) -> tuple[int, str]
                 host,
                 ["start", *join, "--node-ip-address", net.address(host), "--num-cpus", cpus]
                 + ["--temp-dir", f"{ray_tmp}/{host}", "--disable-usage-stats"]
-                + ["--object-store-memory", str(100 * 2**20)],
+                + ["--object-store-memory", str(100 * 2**20)]
+                + (
+                    ["--resources", json.dumps(resources[host])]
+                    if host in (resources or {})
+                    else []
+                ),
                 env,
             )
             started.append(host)
@@ -91,14 +99,21 @@ def _placed_on_other_nodes(state: dict) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(360)
 def test_a_run_on_a_three_node_ray_cluster_places_workers_on_other_nodes(hosts, tmp_path):
+    # The roles pinned by custom resources: the learner to b, the collectors to c.
     net = hosts("a", "b", "c")
     run_dir = tmp_path / "run"
-    code, out = _cluster_run(net, run_dir, [])
+    pins = ["system.learner_node=learner_node", "system.collector_node=collector_node"]
+    resources = {"b": {"learner_node": 1}, "c": {"collector_node": 1}}
+    code, out = _cluster_run(net, run_dir, pins, resources=resources)
     assert code == 0, out[-4000:]
     result = json.loads((run_dir / "result.json").read_text())
     assert result["solved"] and result["stop_reason"] == "solved", result
     assert balanced(result["ledger"]), result["ledger"]
-    _placed_on_other_nodes(json.loads((run_dir / "coordinator_state.json").read_text()))
+    state = json.loads((run_dir / "coordinator_state.json").read_text())
+    _placed_on_other_nodes(state)
+    hosts_of = {wid: address.rsplit(":", 1)[0] for wid, address in state["addresses"].items()}
+    assert {h for w, h in hosts_of.items() if w.startswith("learner")} == {"10.0.0.2"}, hosts_of
+    assert {h for w, h in hosts_of.items() if w.startswith("collector")} == {"10.0.0.3"}, hosts_of
     assert "Traceback" not in out, out[-4000:]
     assert not [h for h in ("a", "b", "c") if net.pids(h)]
 

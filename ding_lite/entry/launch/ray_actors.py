@@ -49,6 +49,7 @@ ray: Any = None
 
 PLACEMENT_TIMEOUT_S = 60.0  # Ray must place a learner group (or start an actor) this fast
 ACTOR_CALL_TIMEOUT_S = 60.0
+PIN_AMOUNT = 0.001  # of system.learner_node / collector_node each worker asks for
 PROBE_TIMEOUT_S = 30.0  # a fresh Python asking a cluster whether it wants a token
 # "0": a local node keeps 127.0.0.1 as its address, and Ray's services then bind loopback only
 # (Ray's switch for single-machine Ray on macOS and Windows; on Linux it defaults to "1").
@@ -256,6 +257,8 @@ class RayLauncher(Launcher):
         )
         cpus = float(resources.pop("CPU", RAY_ACTOR_CPUS))
         gpus = float(resources.pop("GPU", RAY_ACTOR_GPUS))
+        if node := (system.learner_node if role == "learner" else system.collector_node):
+            resources[node] = PIN_AMOUNT  # only nodes started with it have any
         threads = worker_threads(role, system.collectors, system.learners)
         env = {"DING_LITE_TOKEN": self.token, "OMP_NUM_THREADS": str(max(1, int(cpus) or threads))}
         options: dict[str, Any] = {

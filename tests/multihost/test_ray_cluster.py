@@ -11,6 +11,7 @@ was lost and replaced, and the run ended ``no_collectors`` with 0 env steps.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -43,8 +44,8 @@ def _cluster_run(
 ) -> tuple[int, str]:
     """Starts Ray on the three hosts (head on a, without CPUs for actors; ``resources``:
     host -> its custom resources), drives ``ding-lite parallel --launcher ray`` from a,
-    calls ``during(driver)`` while it runs, stops Ray on every host; the driver's exit
-    code and output."""
+    calls ``during(driver)`` while it runs, stops Ray on every host (the driver has
+    ended by then); the driver's exit code and output."""
     token = secrets.token_hex(32)
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     started = []
@@ -81,13 +82,31 @@ def _cluster_run(
         if during is not None:
             during(driver)
         out, _ = driver.communicate(timeout=240)
+
+        # The run's actors end with it; Ray's own services stay until the cluster stops.
+        def actors() -> list[int]:
+            return [p for h in started for p in net.pids(h) if "WorkerActor" in _cmdline(p)]
+
+        assert wait_for(lambda: not actors(), 30), f"actors of the run left: {actors()}"
     finally:
         try:
-            for host in reversed(started):
-                _ray(net, host, ["stop", "--force"], env)
+            _stop_ray(net, started)
         finally:
             shutil.rmtree(ray_tmp, ignore_errors=True)
     return driver.returncode, out
+
+
+def _stop_ray(net, hosts: list[str]) -> None:
+    """Stops the Ray processes of the test hosts: SIGTERM, then SIGKILL what is left after
+    10 s. Not ``ray stop``, which ends every Ray process of the machine by name, those of
+    another test's local instance included."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for host in hosts:
+            for pid in net.pids(host):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+        if wait_for(lambda: not any(net.pids(h) for h in hosts), 10):
+            return
 
 
 def _placed_on_other_nodes(state: dict) -> None:
@@ -150,7 +169,7 @@ def test_the_http_plane_on_ray_nodes_sharing_nothing_outlives_a_lost_node(hosts,
     assert balanced(result["ledger"]), (result["ledger"], out[-3000:])
     assert result["restarts"] >= 1, result
     _placed_on_other_nodes(json.loads(net.read("a", run_dir / "coordinator_state.json")))
-    assert not [h for h in ("a", "b", "c") if net.pids(h)]  # no Ray process left
+    assert not [h for h in ("a", "b", "c") if net.pids(h)]
 
 
 def _cmdline(pid: int) -> str:

@@ -71,8 +71,6 @@ class DataPlaneSender:
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.sent = 0
-        self.refused = 0
         self._refused_in_row = 0
         #: Why sending cannot go on (the learner refused MAX_REFUSED files in a row), or "".
         self.error = ""
@@ -98,12 +96,6 @@ class DataPlaneSender:
         with self._cond:
             self._queue.append(meta)
             self._cond.notify_all()
-
-    @property
-    def queued(self) -> int:
-        """Rollout files written and not yet held by the learner."""
-        with self._cond:
-            return len(self._queue)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"send-{self.name}", daemon=True)
@@ -185,7 +177,6 @@ class DataPlaneSender:
         except DingLiteError as err:
             if getattr(err, "retryable", False):
                 return False  # sent again: one the learner received already is acknowledged
-            self.refused += 1
             self._refused_in_row += 1
             self._logger.error(f"the learner refused rollout {path.name}: {err}")
             path.unlink(missing_ok=True)
@@ -194,7 +185,6 @@ class DataPlaneSender:
                 self._stop.set()  # the coordinator restarts this collector
             return True
         path.unlink(missing_ok=True)
-        self.sent += 1
         self._refused_in_row = 0
         self._on_stored(self._at_learner(meta))
         return True

@@ -22,8 +22,10 @@ EXP = ["-c", "cartpole_ppo_parallel", "--launcher", "ray"]
 RAY_MARKERS = ("ray::", "raylet", "gcs_server", "ray/_private", "ray/dashboard", "ray/autoscaler")
 
 
-def ray_processes() -> dict[int, str]:
-    """pid -> command line of every live Ray process on this machine."""
+def ray_processes(ray_tmp: str | None = None) -> dict[int, str]:
+    """pid -> command line of every live Ray process on this machine; with ``ray_tmp``,
+    only those of the Ray instance kept there (started with ``RAY_TMPDIR=ray_tmp`` or
+    naming it), not another test's that runs beside this one."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -31,17 +33,22 @@ def ray_processes() -> dict[int, str]:
         try:
             cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            env = (entry / "environ").read_bytes() if ray_tmp else b""
         except (OSError, IndexError):
             continue
-        if state != "Z" and any(marker in cmd for marker in RAY_MARKERS):
-            found[int(entry.name)] = cmd[:160]
+        if state == "Z" or not any(marker in cmd for marker in RAY_MARKERS):
+            continue
+        if ray_tmp and ray_tmp not in cmd and f"RAY_TMPDIR={ray_tmp}\0".encode() not in env:
+            continue
+        found[int(entry.name)] = cmd[:160]
     return found
 
 
 @pytest.fixture
 def ray_baseline(chaos, monkeypatch):
-    """Ray processes that existed before the test; at teardown no other may be left, nor
-    the Ray instance's session files (kept in a folder of the test's, not /tmp/ray)."""
+    """Ray processes that existed before the test; at teardown none of the test's Ray
+    instance may be left, nor its session files (kept in a folder of the test's, not
+    /tmp/ray). Another test's Ray (tests run side by side) is not this test's to judge."""
     before = set(ray_processes())
     # Ray's socket paths must stay under 108 bytes: a short folder of /tmp, not tmp_path.
     ray_tmp = tempfile.mkdtemp(prefix="dlray", dir="/tmp")
@@ -49,9 +56,9 @@ def ray_baseline(chaos, monkeypatch):
 
     def check() -> None:
         left = {}
-        gone = wait_for(lambda: not set(ray_processes()) - before, 15.0, 0.2)
+        gone = wait_for(lambda: not ray_processes(ray_tmp), 15.0, 0.2)
         if not gone:
-            left = {p: c for p, c in ray_processes().items() if p not in before}
+            left = ray_processes(ray_tmp)
             for pid in left:
                 send(pid, signal.SIGKILL)
         shutil.rmtree(ray_tmp, ignore_errors=True)

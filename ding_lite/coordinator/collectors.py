@@ -61,6 +61,12 @@ class CollectorPool(CoordinatorPart):
         self._backoff = Backoff()
         self._resync_at: dict[str, float] = {}  # no sync of a missed version before this
         self._quiet = QuietLog(self.logger)
+        #: A restarted coordinator's: collectors of the run that are still running are
+        #: taken back by their start task (``take_back``), not failed as already started.
+        self.take_back = False
+        #: A coordinator that rejoined the run with no state: a taken-back collector's
+        #: earlier env steps are in the learner's count already (see :meth:`_start`).
+        self.rejoining = False
 
     @property
     def records(self) -> dict[str, CollectorRecord]:
@@ -122,7 +128,9 @@ class CollectorPool(CoordinatorPart):
         index = len(self.records)  # (a new process under a known id: its record is counted)
         record = self.records.setdefault(cid, CollectorRecord())
         record.index = index
-        evaluate = self.state.evaluator not in self.running()
+        # Taking back, the collector that evaluated says so in its answer; if none does,
+        # the next sync hands evaluation over.
+        evaluate = self.state.evaluator not in self.running() and not self.take_back
         data = {
             "config": self.config,
             # The first collector has the run's seed: it steps and samples as a serial run
@@ -133,6 +141,8 @@ class CollectorPool(CoordinatorPart):
             "policy_version": policy.version,
             **self._source(),
         }
+        if self.take_back:
+            data["take_back"] = True
         outcome = self.transport.send_task(
             cid, "collector_start_task", data, cfg.system.task_timeout
         )
@@ -150,12 +160,28 @@ class CollectorPool(CoordinatorPart):
         record.state, record.version = RUNNING, policy.version
         if (address := where_registered(self.transport, "collector").get(cid)) is not None:
             self.state.addresses[cid] = address
-        if evaluate:
+        out = outcome.result if isinstance(outcome.result, dict) else {}
+        taken_back = out.get("taken_back") is True
+        if evaluate or (taken_back and out.get("evaluates") is True and not self._evaluating()):
             self.state.evaluator = cid
+        if taken_back:
+            self._taken_back(cid, record, out.get("envstep"))
         self.save("start")
-        out = outcome.result or {}
         where = f", {out.get('num_envs')} env copies on {out.get('device')}" if out else ""
-        self.logger.info(f"collector {cid} started (seed {data['seed']}{where})")
+        how = "taken back, running" if taken_back else "started"
+        self.logger.info(f"collector {cid} {how} (seed {data['seed']}{where})")
+
+    def _evaluating(self) -> bool:
+        return self.state.evaluator in self.running()
+
+    def _taken_back(self, cid: str, record: CollectorRecord, envstep: Any) -> None:
+        """Books the env steps a collector taken back had collected (its own count): a
+        rejoining coordinator took the learner's count as its base, which holds them."""
+        if not isinstance(envstep, int) or isinstance(envstep, bool) or envstep < 0:
+            return
+        record.envsteps = envstep
+        if self.rejoining:
+            self.state.envstep_base = max(0, self.state.envstep_base - envstep)
 
     # --- data ----------------------------------------------------------------------------
     def poll(self) -> None:
@@ -318,11 +344,13 @@ class CollectorPool(CoordinatorPart):
         """Closes every running collector and books what they had not handed over."""
         deadline = time.monotonic() + timeout
         futures = {}
-        # A start that never got its answer (Ctrl-C while it was on its way) may have
-        # started the collector all the same: close it too, so what it wrote is booked.
-        alive = set(self.transport.worker_ids("collector"))
-        starting = [c for c in self._in(STARTING) if c in alive]
-        for cid in self.running() + starting:
+        # Every collector registered now is closed, whatever its record says (but one
+        # retired, closed already): a start that never got its answer (Ctrl-C while it
+        # was on its way) may have started it all the same, and one lost or failed may
+        # have come back (a link restored) and collect on; closed, it stops writing and
+        # what it wrote is booked.
+        retired = set(self._in(EXCLUDED))
+        for cid in [c for c in self.transport.worker_ids("collector") if c not in retired]:
             data = {"final_eval": final_eval and cid == self.state.evaluator}
             futures[cid] = self.transport.send_task_async(
                 cid, "collector_close_task", data, timeout

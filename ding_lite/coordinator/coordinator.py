@@ -22,6 +22,7 @@ from ding_lite.coordinator.checks import ResultError, check_best, check_received
 from ding_lite.coordinator.collectors import CollectorPool
 from ding_lite.coordinator.learner_side import LearnerLink
 from ding_lite.coordinator.ledger import RolloutLedger
+from ding_lite.coordinator.marks import one_line
 from ding_lite.coordinator.recovery import RECOVERY_FILE, RecoveryError, RecoveryFile
 from ding_lite.coordinator.state import CoordinatorState, RunFolders
 from ding_lite.coordinator.status import RunStatus, StopRequest
@@ -111,22 +112,25 @@ class Coordinator:
         """The run's figures (the state's)."""
         return self.state.status
 
-    def restore(self, saved: dict[str, Any]) -> None:
+    def restore(self, saved: dict[str, Any], restarts: int = 0) -> None:
         """Takes the run back from a previous coordinator's saved state (see
-        :mod:`.recovery`); counts a coordinator restart.
+        :mod:`.recovery`), whole or not at all; counts a coordinator restart (at least
+        ``restarts``: the supervisor's count, which also knows of coordinators that died
+        before they saved).
 
         Raises:
             RecoveryError: the state is damaged (nothing was changed).
         """
         try:
             back = recovery.read(saved, type(self.state), self.folders)
-            self.rollouts.restore(back.ledger)  # checks every path; raises ValueError
+            self._check_agrees(back.state)
+            self.rollouts.restore(back.ledger)  # checked whole first; raises ValueError
         except (TypeError, ValueError) as err:
             raise RecoveryError(f"{RECOVERY_FILE}: {err}") from None
         self.transport.restore_workers(back.workers)
         self.state.take(back.state)
-        self.restored = True
-        self.status.coordinator_restarts += 1
+        self.restored = self.collectors.take_back = True
+        self.status.coordinator_restarts = max(self.status.coordinator_restarts + 1, restarts)
         self.watchdog.restart_clock()
         waiting = self.rollouts.live()
         self.logger.warning(
@@ -136,6 +140,33 @@ class Coordinator:
             f"expected back; {waiting['waiting']} rollout(s) waiting, "
             f"{waiting['in_learner']} in the learner"
         )
+
+    def rejoin(self, restarts: int) -> None:
+        """Takes the run back with no saved state (none, or one refused): the workers of
+        the run may be running still. The learner is asked to take back (it answers where
+        its training stands, or resumes from the run's checkpoint), each running collector
+        is taken back by its start task, files on disk are adopted; the ledger counts
+        from here. ``restarts``: this coordinator's restart number."""
+        self.learner_link.rejoining = self.collectors.rejoining = True
+        self.collectors.take_back = True
+        self.status.coordinator_restarts = max(restarts, 1)
+        self.logger.warning(
+            f"coordinator restart {self.status.coordinator_restarts} with no state to take "
+            "back: the run's workers are taken back as they answer; the ledger counts "
+            "from here"
+        )
+
+    def _check_agrees(self, state: CoordinatorState) -> None:
+        """What the saved state says must agree with the config and the run dir."""
+        status, stop_value = state.status, self.cfg.evaluator.stop_value
+        result = Path(self.cfg.exp_dir or self.cfg.exp_name) / "result.json"
+        if state.phase == "finished" and not result.is_file():
+            raise RecoveryError("phase 'finished' but no result.json was written")
+        if status.solved and stop_value is not None and status.eval_return < stop_value:
+            raise RecoveryError(
+                f"status: solved at eval return {status.eval_return:g}, under the stop "
+                f"value {stop_value:g}"
+            )
 
     def save(self, kind: str) -> None:
         """Saves the state for a restarted coordinator (a failed write is logged once and
@@ -168,7 +199,7 @@ class Coordinator:
             elif self.restored and self.state.learner is not None:
                 self.collectors.sync(self.state.policy)  # a sync may have been lost on the way
                 self._loop()
-            elif self.learner_link.connect(resume=self.restored):
+            elif self.learner_link.connect(resume=self.restored or self.learner_link.rejoining):
                 self._loop()
         except KeyboardInterrupt:
             self.stop_run(stop.INTERRUPTED)
@@ -205,7 +236,7 @@ class Coordinator:
     def stop_run(self, reason: str, detail: str = "") -> None:
         """Ends the run with ``reason`` (the first reason given stays the run's)."""
         if self.status.stop_reason is None:
-            self.status.stop_reason, self.status.stop_detail = reason, detail
+            self.status.stop_reason, self.status.stop_detail = reason, one_line(detail)
             if detail:
                 self.logger.error(f"stopping ({reason}): {detail}")
 

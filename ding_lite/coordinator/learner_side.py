@@ -61,6 +61,9 @@ class LearnerLink(CoordinatorPart):
         self.watchdog, self.stop = watchdog, stop
         self.join_timeout = self.cfg.system.join_timeout  # the coordinator's run() sets its own
         self._failures = 0  # consecutive failed learner tasks
+        #: A coordinator that rejoined the run with no state: the learner's env steps are
+        #: the run's so far (no earlier figure to keep).
+        self.rejoining = False
 
     def connect(self, resume: bool) -> bool:
         """Starts a registered learner (trying each in turn) within the join timeout."""
@@ -122,8 +125,9 @@ class LearnerLink(CoordinatorPart):
         state.batch_size = start["batch_size"]
         state.policy = Policy(start["policy_path"], start["policy_version"], start["published_at"])
         status.policy_version = status.train_iter = start["policy_version"]
-        if not resume:
+        if not resume or self.rejoining:
             state.envstep_base = status.envstep = start["envstep"]
+            self.rejoining = False
         else:
             how = "taken back" if start["running"] else "resumed"  # (after a loss: said)
             self.logger.warning(f"learner {lid} {how} at policy v{start['policy_version']}")

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ding_lite.coordinator.marks import ADDRESS_RE
 from ding_lite.utils import failpoint
 from ding_lite.utils.file_io import atomic_write_text
 from ding_lite.utils.paths import is_worker_id
@@ -41,7 +41,7 @@ FORMAT = 2  # 2: the coordinator's record field by field (collectors one record 
 PERIODIC_SAVE_S = 1.0  # a change nothing else saves is saved within this many seconds
 KEPT_VALUES = 1000  # the latest entries of the status's lists that are saved
 ROLES = ("learner", "collector")
-_ADDRESS_RE = re.compile(r"[A-Za-z0-9.:\[\]_-]{1,128}:\d{1,5}")
+MAX_FILE_BYTES = 64 * 2**20  # a larger file was not written by a coordinator
 
 
 class RecoveryError(ValueError):
@@ -82,15 +82,19 @@ class RecoveryFile:
             RecoveryError: the file cannot be read or is not a coordinator state.
         """
         try:
-            text = self.path.read_text()
+            with self.path.open("rb") as file:
+                data = file.read(MAX_FILE_BYTES + 1)
         except FileNotFoundError:
             return None
         except OSError as err:
             raise RecoveryError(f"{self.path} cannot be read: {err.strerror}") from None
+        if len(data) > MAX_FILE_BYTES:
+            raise RecoveryError(f"{self.path} is over {MAX_FILE_BYTES >> 20} MiB")
         try:
-            state = json.loads(text)
-        except ValueError as err:
-            raise RecoveryError(f"{self.path} is not JSON: {err}") from None
+            state = json.loads(data.decode())
+        except (ValueError, RecursionError) as err:  # UnicodeDecodeError is a ValueError
+            why = "nested too deeply" if isinstance(err, RecursionError) else err
+            raise RecoveryError(f"{self.path} is not JSON: {why}") from None
         if not isinstance(state, dict) or state.get("format") != FORMAT:
             raise RecoveryError(f"{self.path} is not a coordinator state of format {FORMAT}")
         return state
@@ -152,14 +156,51 @@ def read(saved: dict[str, Any], record: Any, folders: Any) -> Saved:
     ledger = saved.get("ledger")
     if not isinstance(ledger, dict):
         raise RecoveryError("field 'ledger' must be an object")
-    return Saved(state, [_worker(w) for w in workers], ledger)
+    back = Saved(state, [_worker(w) for w in workers], ledger)
+    _check_agrees(back)
+    return back
+
+
+def _check_agrees(saved: Saved) -> None:
+    """What one field says must agree with what others say: a file whose values are each
+    well formed may still describe no state a coordinator was ever in.
+
+    Raises:
+        RecoveryError: the evaluator is no collector of the run, an address belongs to no
+            started worker or contradicts where that worker was registered, the batch on
+            its way holds files the ledger did not hand out, the run is closed with no
+            stop reason, solved with no evaluation, or an evaluation names no policy
+            version.
+    """
+    state, status = saved.state, saved.state.status
+    if state.evaluator is not None and state.evaluator not in state.collectors:
+        raise RecoveryError(f"evaluator {state.evaluator!r} is not a collector of the run")
+    known = {state.learner, *state.collectors}
+    registered = {worker_id: address for worker_id, _, address in saved.workers}
+    for worker_id, address in state.addresses.items():
+        if worker_id not in known:
+            raise RecoveryError(f"addresses: {worker_id!r} is no worker the run started")
+        if registered.get(worker_id, address) != address:
+            raise RecoveryError(f"addresses: {worker_id!r} at {address}, registered elsewhere")
+    if state.inflight is not None:
+        handed = saved.ledger.get("handed")
+        handed = handed if isinstance(handed, list) else []
+        paths = {m.get("path") for m in handed if isinstance(m, dict)}
+        if not {m["path"] for m in state.inflight["files"]} <= paths:
+            raise RecoveryError("inflight: files the ledger did not hand to the learner")
+    if state.phase in ("closed", "finished") and status.stop_reason is None:
+        raise RecoveryError(f"phase {state.phase!r} but the run has no stop reason")
+    if status.solved and status.eval_return is None:
+        raise RecoveryError("status: solved with no evaluation")
+    if (status.eval_return is None) != (status.eval_policy_version is None):
+        raise RecoveryError("status: an evaluation's return and policy version go together")
 
 
 def _worker(item: Any) -> tuple[str, str, str]:
     if not (isinstance(item, list) and len(item) == 3 and all(isinstance(v, str) for v in item)):
         raise RecoveryError(f"a worker must be [id, role, address], got {item!r:.80}")
     worker_id, role, address = item
-    if not is_worker_id(worker_id) or role not in ROLES or not _ADDRESS_RE.fullmatch(address):
+    if not is_worker_id(worker_id) or role not in ROLES or not ADDRESS_RE.fullmatch(address):
         raise RecoveryError(f"not a worker: {item!r:.80}")
     return worker_id, role, address
 
@@ -167,7 +208,7 @@ def _worker(item: Any) -> tuple[str, str, str]:
 def address_of(state: dict[str, Any] | None) -> str | None:
     """The coordinator address a saved state records (None: none)."""
     address = (state or {}).get("address")
-    return address if isinstance(address, str) and _ADDRESS_RE.fullmatch(address) else None
+    return address if isinstance(address, str) and ADDRESS_RE.fullmatch(address) else None
 
 
 __all__ = [

@@ -20,12 +20,20 @@ import time
 import types
 import typing
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
+from ding_lite.coordinator.marks import (
+    MAX_COUNT,
+    MAX_NUMBER,
+    AddressMark,
+    BatchMark,
+    OneOf,
+    PolicyPathMark,
+    RunFolders,
+    WorkerIdMark,
+)
 from ding_lite.coordinator.recovery import RecoveryError
 from ding_lite.coordinator.status import RunStatus
-from ding_lite.utils.paths import is_inside, is_worker_id
 
 PHASES = ("running", "closing", "closed", "finished")  # a run's phases, in this order
 # A collector's state; STARTING: its start task is on its way (or it is due a new one).
@@ -33,40 +41,9 @@ STARTING, RUNNING, EXCLUDED, LOST, FAILED = "starting", "running", "excluded", "
 COLLECTOR_STATES = (STARTING, RUNNING, EXCLUDED, LOST, FAILED)
 
 
-class RunFolders(NamedTuple):
-    """The folders every path in a saved state must lie inside."""
-
-    path_data: Path
-    path_policy: Path
-
-
-@dataclass(frozen=True)
-class OneOf:
-    """Mark of a ``str`` field: the value is one of ``choices``."""
-
-    choices: tuple[str, ...]
-
-    def check(self, value: str, folders: RunFolders) -> str | None:
-        return None if value in self.choices else f"must be one of {', '.join(self.choices)}"
-
-
-class WorkerIdMark:
-    """Mark of a ``str`` field: the value is a worker id."""
-
-    def check(self, value: str, folders: RunFolders) -> str | None:
-        return None if is_worker_id(value) else "is not a worker id"
-
-
-class PolicyPathMark:
-    """Mark of a ``str`` field: "" (none yet) or a path inside ``path_policy``."""
-
-    def check(self, value: str, folders: RunFolders) -> str | None:
-        ok = not value or is_inside(value, folders.path_policy)
-        return None if ok else "is not inside path_policy"
-
-
 WorkerId = Annotated[str, WorkerIdMark()]
 PolicyPath = Annotated[str, PolicyPathMark()]
+Address = Annotated[str, AddressMark()]
 
 
 class Policy(NamedTuple):
@@ -92,18 +69,18 @@ class CoordinatorState:
     """Everything a restarted coordinator needs to take a run back (see :mod:`.recovery`)."""
 
     phase: Annotated[str, OneOf(PHASES)] = "running"  # "closed": only the result is due
-    address: str = ""  # the master's host:port
+    address: Annotated[str, AddressMark(empty=True)] = ""  # the master's host:port
     started_at: float = field(default_factory=time.time)  # the run's start, wall clock
     cpu_s: float = 0.0  # CPU seconds of the run's earlier coordinator processes
     learner: WorkerId | None = None  # the learner started for the run
     #: The address each started worker served at: the same id at another address is a
     #: new process (it restarted, or took over the id of one that died), not started.
-    addresses: dict[WorkerId, str] = field(default_factory=dict)
+    addresses: dict[WorkerId, Address] = field(default_factory=dict)
     bad_learners: set[str] = field(default_factory=set)  # "<id>@<address>" that failed
     policy: Policy = Policy()
     batch_size: int = 1  # samples per iteration, as the learner says
     envstep_base: int = 0  # env steps the learner had at its first start (a resumed run)
-    inflight: dict[str, Any] | None = None  # the learn task on its way, if any
+    inflight: Annotated[dict, BatchMark()] | None = None  # the learn task on its way, if any
     collectors: dict[WorkerId, CollectorRecord] = field(default_factory=dict)
     evaluator: WorkerId | None = None  # the collector that evaluates
     status: RunStatus = field(default_factory=RunStatus)
@@ -219,16 +196,25 @@ def _scalar(value: Any, hint: Any, where: str) -> Any:
     if isinstance(value, bool):
         raise RecoveryError(f"field {where!r} must not be a bool")
     if hint is int:
-        if not isinstance(value, int) or value < 0:
-            raise RecoveryError(f"field {where!r} must be a count, got {value!r:.60}")
+        if not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+            raise RecoveryError(f"field {where!r} must be a count, got {_short(value)}")
         return value
     if hint is float:
-        if not isinstance(value, int | float) or not math.isfinite(value):
-            raise RecoveryError(f"field {where!r} must be a finite number, got {value!r:.60}")
+        ok = isinstance(value, int | float) and math.isfinite(value)
+        if not ok or abs(value) > MAX_NUMBER:
+            raise RecoveryError(f"field {where!r} must be a finite number, got {_short(value)}")
         return float(value)
     if hint is str:
         return _expect(value, str, where)
     raise TypeError(f"{where}: no JSON form for the type {hint!r}")  # a field of a new type
+
+
+def _short(value: Any) -> str:
+    """``value`` for an error line: its repr, at most 60 characters (a huge int's repr is
+    not even made: Python refuses ints of over 4300 digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**60:
+        return f"an int of {len(hex(value)) * 4 // 3} digits or so"
+    return f"{value!r:.60}"
 
 
 def _expect(value: Any, kind: type, where: str) -> Any:

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from ding_lite.coordinator.marks import BEST, LineMark, OneOf, Shape
+from ding_lite.utils.stop import STOP_REASONS
 
 RECENT_LAGS = 20  # iterations whose mean lag status.json shows
+Line = Annotated[str, LineMark()]
+Best = Annotated[dict, BEST]
+FirstEval = Annotated[dict, Shape((("return_mean", "number"), ("win_rate", "number?")))]
 
 
 @dataclass
@@ -27,13 +34,13 @@ class RunStatus:
     eval_seconds: float | None = None  # how long the latest evaluation took (perf/eval_s)
     eval_win_rate: float | None = None  # envs that report episode outcomes only
     solved: bool = False
-    best_eval: dict | None = None  # {"policy_version", "return_mean"} of the best evaluation
-    eval_before_train: dict | None = None  # evaluator.before_train: version 0's evaluation
+    best_eval: Best | None = None  # {"policy_version", "return_mean"} of the best evaluation
+    eval_before_train: FirstEval | None = None  # evaluator.before_train: version 0's evaluation
     best_sent: int | None = None  # the best evaluation's version the learner has been told
-    best_checkpoint: dict | None = None  # what the learner's ckpt/best.pt holds (it says)
+    best_checkpoint: Best | None = None  # what the learner's ckpt/best.pt holds (it says)
     done: bool = False
-    stop_reason: str | None = None  # one of ding_lite.utils.stop.STOP_REASONS
-    stop_detail: str = ""  # one line saying why, for failures
+    stop_reason: Annotated[str, OneOf(STOP_REASONS)] | None = None  # why the run ended
+    stop_detail: Line = ""  # one line saying why, for failures
     collectors_alive: int = 0
     learners_alive: int = 0
     learner_ranks: int = 1  # ranks of the running learner, as its start answer says
@@ -41,7 +48,7 @@ class RunStatus:
     restarts: int = 0
     coordinator_restarts: int = 0  # times a new coordinator took the run back
     skipped_steps: int = 0
-    waiting_on: str = ""  # what the run waits for right now (the watchdog names it)
+    waiting_on: Line = ""  # what the run waits for right now (the watchdog names it)
     ledger: dict[str, int] = field(default_factory=dict)
     episode_returns: list[float] = field(default_factory=list)
     episode_outcomes: list[float] = field(default_factory=list)

@@ -86,6 +86,7 @@ class SupervisorLink:
         self.on_lost = on_lost
         self.lost = False
         self.restarts = 0
+        self.coordinator_restarts = 0  # the supervisor's count (this one's number)
         self._gone: set[str] = set()
         self._pending: dict[str, int] = {}
         self._next_refresh = 0.0
@@ -117,6 +118,7 @@ class SupervisorLink:
     def _take_state(self, state: Any) -> None:
         if isinstance(state, dict):
             self.restarts = int(state.get("restarts", self.restarts))
+            self.coordinator_restarts = int(state.get("coordinator_restarts", 0))
             self._gone = set(state.get("gone", []))
             self._pending = dict(state.get("pending", {}))
             self._next_refresh = time.monotonic() + STATE_REFRESH_S
@@ -218,6 +220,7 @@ class LinkServer:
         launcher = self.launcher
         return {
             "restarts": launcher.restarts,
+            "coordinator_restarts": launcher.coordinator_restarts,
             "gone": [w for w in launcher.procs if not launcher.alive(w)],
             "pending": {role: launcher.pending(role) for role in ("learner", "collector")},
         }

@@ -28,6 +28,8 @@ from typing import Any
 from ding_lite.coordinator.recovery import RecoveryError, RecoveryFile
 from ding_lite.entry.launch.link import LinkServer
 from ding_lite.entry.launch.local import Launcher
+from ding_lite.entry.run.lifecycle import RESULT_FILE
+from ding_lite.entry.run.result import read_result
 from ding_lite.interaction.addresses import reachable
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import get_logger
@@ -119,6 +121,7 @@ class RunSupervisor:
         self._iteration_at_start = -1  # the run's iteration when the coordinator started
         self._idle_deaths = 0  # coordinators in a row that died without moving the run on
         self._logger = get_logger("launcher")
+        self._earlier_result = _identity(self.run_path / RESULT_FILE)  # a resumed run's
 
     # --- the coordinator process ---------------------------------------------------------
     def _start_coordinator(self) -> None:
@@ -158,13 +161,18 @@ class RunSupervisor:
         iteration = (state.get("status") or {}).get("train_iter", -1)
         return iteration if isinstance(iteration, int) else -1
 
+    def result(self) -> dict[str, Any] | None:
+        """The run's result, once a coordinator of this run wrote it: ``result.json`` there,
+        well formed, and not the file an earlier run left (a resumed run's). What the
+        coordinator's state file says (its ``phase``) is not believed: it may be damaged."""
+        path = self.run_path / RESULT_FILE
+        if _identity(path) == self._earlier_result:
+            return None
+        return read_result(path)
+
     def finished(self) -> bool:
-        """Whether a coordinator ended the run (its state says so; result.json is written)."""
-        try:
-            state = self.recovery.load()
-        except RecoveryError:
-            return False
-        return bool(state) and state.get("phase") == "finished"
+        """Whether a coordinator ended the run (see :meth:`result`)."""
+        return self.result() is not None
 
     # --- the run -------------------------------------------------------------------------
     def run(self, say: Callable[..., Any]) -> bool:
@@ -235,3 +243,13 @@ class RunSupervisor:
             time.sleep(SERVE_SLICE_S)
         self._start_coordinator()
         return False
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file ``path`` is (its inode and change time; None: none): a result written
+    since (atomically, under a new inode) is another."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns

@@ -112,12 +112,12 @@ def run_coordinator(cfg: Any, progress: bool = True, resuming: bool = False) -> 
         RunDir.claim_parallel(cfg, resuming) as run_dir,
         run_dir.prepared(cfg, shared_folders(cfg)) as outcome,
     ):
-        state = saved_state(run_dir.path) if resuming else None
+        state, refused = saved_state(run_dir.path) if resuming else (None, False)
         if state is None:
             RecoveryFile(run_dir.path).discard()
         elif cfg.system.coordinator_port == "auto" and (address := address_of(state)):
             cfg.system.coordinator_port = int(address.rsplit(":", 1)[1])
-        result, interrupted = coordinate(cfg, run_dir, token, say, state=state)
+        result, interrupted = coordinate(cfg, run_dir, token, say, state=state, rejoin=refused)
         outcome["failed"] = interrupted
         signal_name = interrupted_by()
     say(summary(result), flush=True)
@@ -148,7 +148,7 @@ def run_supervised_coordinator(
                 RunDir.held_by_supervisor(run_path),
                 resolve_token(None),
                 say,
-                state=saved_state(Path(run_path)),
+                state=saved_state(Path(run_path))[0],
                 link=link,
             )
     finally:
@@ -168,14 +168,15 @@ def _coordinate_or_interrupted(*args: Any, **kwargs: Any) -> tuple[dict[str, Any
         return {}, True
 
 
-def saved_state(run_path: Path) -> dict[str, Any] | None:
-    """The state a previous coordinator of the run saved (None: none, or damaged)."""
+def saved_state(run_path: Path) -> tuple[dict[str, Any] | None, bool]:
+    """The state a previous coordinator of the run saved (None: none, or damaged), and
+    whether there was one that was refused as damaged."""
     remove_stale_tmp(run_path)  # a write it was killed in the middle of
     try:
-        return RecoveryFile(run_path).load()
+        return RecoveryFile(run_path).load(), False
     except RecoveryError as err:
         get_logger("coordinator").warning(f"{err}; the run is not taken back from it")
-        return None
+        return None, True
 
 
 def coordinate(
@@ -185,10 +186,14 @@ def coordinate(
     say: Any,
     state: dict[str, Any] | None = None,
     link: SupervisorLink | None = None,
+    rejoin: bool = False,
 ) -> tuple[dict[str, Any], bool]:
     """Serves the master, runs the coordinator to the run's end and writes result.json.
 
     Returns ``(result, interrupted)``. ``link``: the supervisor's (restarts workers).
+    ``state``: a previous coordinator's, to take the run back from; without one (or with
+    one refused) a restarted coordinator (the supervisor's restart, or ``rejoin``) takes
+    the run's workers back as they answer.
     """
     master = start_master(cfg, token, link.worker_lost if link else None, run_dir.path)
     if link is not None:
@@ -209,8 +214,10 @@ def coordinate(
             recovery=RecoveryFile(run_dir.path),
             address=master.address,
         )
-        if state is not None:
-            _take_back(coordinator, state)
+        restarts = link.coordinator_restarts if link is not None else 0
+        if not (state is not None and _take_back(coordinator, state, restarts)):
+            if restarts or rejoin:
+                coordinator.rejoin(restarts)
         if link is not None:
             link.on_lost = lambda: coordinator.request_stop(stop.INTERRUPTED)
         start = time.perf_counter() - (time.time() - coordinator.state.started_at)
@@ -245,8 +252,11 @@ def _wait_deregistered(master: Master, seconds: float) -> None:
         time.sleep(0.05)
 
 
-def _take_back(coordinator: Coordinator, state: dict[str, Any]) -> None:
+def _take_back(coordinator: Coordinator, state: dict[str, Any], restarts: int) -> bool:
+    """Whether the run was taken back from ``state`` (else it was refused, in one line)."""
     try:
-        coordinator.restore(state)
+        coordinator.restore(state, restarts)
     except RecoveryError as err:
         coordinator.logger.warning(f"{err}; starting the run's coordination afresh")
+        return False
+    return True

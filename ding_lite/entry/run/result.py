@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from easydict import EasyDict
@@ -93,6 +96,41 @@ def _rounded(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_rounded(v) for v in value]
     return value
+
+
+MAX_RESULT_BYTES = 16 * 2**20  # a larger result.json was not written by ding_lite
+
+
+def read_result(path: str | os.PathLike) -> dict[str, Any] | None:
+    """A ``result.json`` that is there and well formed: a JSON object with every figure of
+    :class:`RunFigures` of its type, ``exp_dir`` and, when there, a ledger of counts. None
+    for anything else (missing, unreadable, cut short, edited into another shape): a
+    reader believes only what it can check."""
+    try:
+        with Path(path).open("rb") as file:
+            data = file.read(MAX_RESULT_BYTES + 1)
+        result = json.loads(data.decode()) if len(data) <= MAX_RESULT_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(result, dict) or not isinstance(result.get("exp_dir"), str):
+        return None
+    kinds = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+    for f in fields(RunFigures):
+        if f.name == "has_best_checkpoint":  # written as best_checkpoint (a path or null)
+            continue
+        value, hint = result.get(f.name, ...), f.type.replace(" | None", "")
+        optional = f.type.endswith("| None")
+        if value is None and optional:
+            continue
+        kind = kinds[{"bool": bool, "int": int, "float": float, "str": str}[hint]]
+        if not isinstance(value, kind) or (hint != "bool" and isinstance(value, bool)):
+            return None
+    ledger = result.get("ledger", {})
+    if not isinstance(ledger, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in ledger.values()
+    ):
+        return None
+    return result
 
 
 def summary(result: dict[str, Any]) -> str:

@@ -118,3 +118,31 @@ def test_an_id_that_cannot_name_a_folder_fails_the_start(tmp_path, collectors):
         with pytest.raises(ConfigError, match="cannot name a data folder"):
             collector.start_task(start_data(cfg, publish(tmp_path, cfg, 0)))
     assert not (tmp_path / "run" / "data").exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_restarted_coordinators_take_back_keeps_a_running_collector(tmp_path, collectors):
+    """A coordinator that could not take the run back from its predecessor's file starts
+    the run's collectors with ``take_back``: one running the same run collects on (no
+    second env, its count kept), loads the named weights, older ones too; a plain second
+    start or another run's is refused and changes nothing."""
+    from ding_lite.utils.errors import DingLiteError
+
+    cfg = make_cfg(tmp_path)
+    collector = collectors(worker_id="c0")
+    collector.start_task(start_data(cfg, publish(tmp_path, cfg, 2), version=2))
+    assert wait_for(lambda: collector.data_task({})["envstep"] > 0, 30)
+    loop = collector._async
+
+    other = make_cfg(tmp_path / "other")
+    older = publish(tmp_path, cfg, 1)
+    for refused in (
+        start_data(cfg, older, version=1),  # a plain second start
+        {**start_data(other, older, version=1), "take_back": True},  # another run
+    ):
+        with pytest.raises(DingLiteError, match="collector already started"):
+            collector.start_task(refused)
+    answer = collector.start_task({**start_data(cfg, older, version=1), "take_back": True})
+    assert answer["taken_back"] is True and answer["evaluates"] is False
+    assert answer["envstep"] > 0 and collector._async is loop
+    assert loop._pending_policy[0] == 1  # rolled back from the next rollout on

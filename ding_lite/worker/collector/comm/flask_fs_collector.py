@@ -16,7 +16,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from ding_lite.config.config import compile_config
+from ding_lite.config.config import compile_sent_config
 from ding_lite.data.files import remove_temp_files
 from ding_lite.envs.buffered import build_collector_env
 from ding_lite.envs.from_config import build_env
@@ -105,13 +105,15 @@ class FlaskFileSystemCollector:
             if data == self._started_with:  # a restarted coordinator that did not book it
                 self._logger.info("asked to start again, as started: collecting on")
                 return dict(self._start_answer)
+            if data.get("take_back") is True and data.get("config") == self._run_config():
+                return self._taken_back(data)
             raise DingLiteError("collector already started")
         if not is_worker_id(self.worker_id):
             raise ConfigError(
                 f"collector id {self.worker_id!r} cannot name a data folder; use letters,"
                 " digits, '.', '_' and '-' (at most 64, not '.' or '..')"
             )
-        cfg = compile_config(data["config"])
+        cfg = compile_sent_config(data["config"])
         if self._device_override:
             cfg.device = self._device_override
         self.cfg = cfg
@@ -164,6 +166,28 @@ class FlaskFileSystemCollector:
         self._started_with = data
         self._start_answer = {"device": str(device), "num_envs": cfg.env.num_envs}
         return dict(self._start_answer)
+
+    def _run_config(self) -> Any:
+        return (self._started_with or {}).get("config")
+
+    def _taken_back(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A new coordinator of the run this collector runs (one that could not take the
+        run back from its predecessor's state) asks it to start: it collects on, with the
+        policy the start names, and says where it stands."""
+        loop = self._require_async()
+        if self._sender is not None:
+            self._sender.point_at(_source(data))
+        if data.get("policy_path"):
+            path = resolve_inside(data["policy_path"], self._path_policy)
+            version = _version(data.get("policy_version"))
+            self._load_policy(path, version, rollback=version < loop.policy_version)
+        self._logger.warning("taken back by a new coordinator of the run: collecting on")
+        return {
+            **self._start_answer,
+            "taken_back": True,
+            "evaluates": hasattr(self, "_evaluator"),
+            "envstep": loop.collector.envstep,  # its own count, since it started
+        }
 
     def data_task(self, data: dict[str, Any]) -> dict[str, Any]:
         """Metadata of the rollout files written since the last call, plus episode stats."""

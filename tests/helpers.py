@@ -152,6 +152,30 @@ class FakeProc:
         return self.returncode
 
 
+# --- tensorboard event files ---------------------------------------------------------------
+
+
+def tb_records(path: Path) -> list[tuple[int, int]]:
+    """``(offset, length)`` of each record of an event file: its length field at ``offset``,
+    its event at ``offset + 12``, its event's CRC after that."""
+    data, pos, found = path.read_bytes(), 0, []
+    while pos + 12 <= len(data):
+        length = int.from_bytes(data[pos : pos + 8], "little")
+        found.append((pos, length))
+        pos += 16 + length
+    return found
+
+
+def tb_frame(payload: bytes) -> bytes:
+    """``payload`` framed as a record of an event file, with good CRCs: its length, the
+    length's masked CRC-32C, the payload, the payload's masked CRC-32C."""
+    from tensorboardX.record_writer import masked_crc32c
+
+    header = len(payload).to_bytes(8, "little")
+    crc = masked_crc32c
+    return header + crc(header).to_bytes(4, "little") + payload + crc(payload).to_bytes(4, "little")
+
+
 # --- the pages under docs/ ---------------------------------------------------------------
 
 

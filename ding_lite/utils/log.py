@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import struct
@@ -10,7 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ding_lite.utils.errors import DiskFullError, is_disk_full
 
@@ -284,65 +285,85 @@ def read_tb_scalars(path: str | os.PathLike) -> dict[str, list[tuple[int, float]
 def read_tb_events(path: str | os.PathLike) -> dict[str, list[tuple[int, float, float]]]:
     """``{tag: [(step, value, wall time), ...]}`` of the scalars in one event file.
 
-    Reads the record format (length, its crc, the event, its crc) with tensorboardX's own
-    protobuf classes, so no tensorboard install is needed; a record still being written at
-    the end of the file is left out. CRCs are not checked.
+    Damaged records are left out (:func:`read_tb_events_from` says which); so is a record
+    still being written at the end of the file.
     """
-    return read_tb_events_from(path, 0)[0]
+    return read_tb_events_from(path, 0).scalars
 
 
-def read_tb_events_from(
-    path: str | os.PathLike, offset: int
-) -> tuple[dict[str, list[tuple[int, float, float]]], int]:
-    """The scalars of the complete records from byte ``offset`` on, and the offset after
-    the last complete one: read a file a writer still appends to a piece at a time."""
+class TbRead(NamedTuple):
+    """What one read of an event file found.
+
+    Attributes:
+        scalars: ``{tag: [(step, value, wall time), ...]}``.
+        offset: the byte after the last complete record (read or skipped): where the next
+            read of a file that grows starts.
+        damaged: one line per damaged record that was skipped, or where reading stopped.
+        stopped: a record's length was damaged, so no later record can be found: nothing
+            after ``offset`` will ever be read.
+    """
+
+    scalars: dict[str, list[tuple[int, float, float]]]
+    offset: int
+    damaged: list[str]
+    stopped: bool
+
+
+def read_tb_events_from(path: str | os.PathLike, offset: int) -> TbRead:
+    """The scalars of the complete records from byte ``offset`` on: read a file a writer
+    still appends to a piece at a time.
+
+    Reads the record format (length, its masked CRC-32C, the event, its masked CRC-32C) with
+    tensorboardX's own protobuf classes, so no tensorboard install is needed. A record whose
+    event fails its CRC, is no event, or has no finite wall time is skipped; one whose
+    length fails its CRC ends the read there (the records after it cannot be found). Either
+    is said in :attr:`TbRead.damaged`; the points before it are kept.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
     _load_tensorboardx()
+    from google.protobuf.message import DecodeError
     from tensorboardX.proto import event_pb2
+    from tensorboardX.record_writer import masked_crc32c
 
     scalars: dict[str, list[tuple[int, float, float]]] = {}
+    damaged: list[str] = []
     with open(path, "rb") as f:
         f.seek(offset)
         data = f.read()
     pos = 0
     while pos + 12 <= len(data):
-        (length,) = struct.unpack_from("<Q", data, pos)
+        (length, length_crc) = struct.unpack_from("<QI", data, pos)
+        if masked_crc32c(data[pos : pos + 8]) != length_crc:
+            damaged.append(
+                f"{path}: the record at byte {offset + pos:,} has a damaged length; it and "
+                f"the {len(data) - pos - 12:,} bytes after it are left out"
+            )
+            return TbRead(scalars, offset + pos, damaged, True)
         start, end = pos + 12, pos + 12 + length
         if end + 4 > len(data):
             break
+        record, at, pos = data[start:end], offset + pos, end + 4
         event = event_pb2.Event()
-        event.ParseFromString(data[start:end])
+        why = ""
+        if masked_crc32c(record) != struct.unpack_from("<I", data, end)[0]:
+            why = "fails its checksum"
+        else:
+            try:
+                event.ParseFromString(record)
+            except DecodeError:
+                why = "is not a tensorboard event"
+        if not why and not math.isfinite(event.wall_time):
+            why = "has no finite wall time"
+        if why:
+            damaged.append(f"{path}: the record at byte {at:,} {why}; skipped")
+            continue
         for value in event.summary.value:
             if value.HasField("simple_value"):
                 point = (event.step, value.simple_value, event.wall_time)
                 scalars.setdefault(value.tag, []).append(point)
-        pos = end + 4
-    return scalars, offset + pos
+    return TbRead(scalars, offset + pos, damaged, False)
 
 
 EVENT_GLOB = "events.out.tfevents.*"  # how tensorboard names an event file
-
-
-class TbTail:
-    """Follows every event file under a run's ``tb/`` folder (any depth: a parallel run's
-    coordinator and learners) as the writers append to them.
-
-    Each :meth:`read_new` returns the scalars completed since the last call, as
-    ``(wall time, step, tag, value)`` sorted by wall time. Links are not followed.
-    """
-
-    def __init__(self, tb_dir: str | os.PathLike) -> None:
-        self.tb_dir = Path(tb_dir)
-        self._offsets: dict[Path, int] = {}
-
-    def read_new(self) -> list[tuple[float, int, str, float]]:
-        points: list[tuple[float, int, str, float]] = []
-        if not self.tb_dir.is_dir():
-            return points
-        for path in sorted(self.tb_dir.rglob(EVENT_GLOB)):
-            if path.is_symlink() or not path.is_file():
-                continue
-            scalars, self._offsets[path] = read_tb_events_from(path, self._offsets.get(path, 0))
-            for tag, series in scalars.items():
-                points.extend((wall, step, tag, value) for step, value, wall in series)
-        points.sort(key=lambda p: p[0])
-        return points

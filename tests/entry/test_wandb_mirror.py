@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import TINY_CARTPOLE
+from helpers import TINY_CARTPOLE, tb_frame
 
 from ding_lite.entry.cli.command import main
 from ding_lite.entry.reporting import wandb_mirror
@@ -175,6 +175,28 @@ def test_a_failing_wandb_never_ends_the_run(tmp_path):
     mirror = WandbMirror(run, tmp_path / "tb", poll_s=60)
     assert mirror.sync() == 0  # logged as a warning, mirroring stops
     assert mirror.finish({"envstep": 1}) and run.exit_code == 0 and run.summary == {}
+
+
+def test_a_damaged_event_file_costs_its_bad_record_only(tmp_path, caplog):
+    """A bad event (well framed, good CRCs) is one warning, once; every good point still
+    reaches W&B (issue 40)."""
+    tb = tmp_path / "tb"
+    coordinator, learner = TbWriter(tb / "coordinator"), TbWriter(tb / "learner0")
+    coordinator.add_scalar("charts/eval_return", 10.0, 64)
+    learner.add_scalar("losses/value_loss", 2.0, 64)
+    coordinator.close()
+    learner.close()
+    with open(coordinator.path, "ab") as f:
+        f.write(tb_frame(b"\x0a\xff\xff\xff\xff"))
+    run = FakeRun()
+    mirror = WandbMirror(run, tb, poll_s=60)
+    assert mirror.sync() == 2 and mirror.sync() == 0
+    assert mirror.finish({"envstep": 64}) and run.exit_code == 0
+    tags = sorted(k for r in run.rows for k in r if k != STEP_KEY)
+    assert tags == ["charts/eval_return", "losses/value_loss"]
+    (warned,) = [r.message for r in caplog.records if r.levelname == "WARNING"]
+    assert warned.startswith(f"W&B mirror: {coordinator.path}: the record at byte ")
+    assert warned.endswith("is not a tensorboard event; skipped")
 
 
 def test_rows_group_one_step_until_a_tag_repeats():

@@ -9,23 +9,33 @@ Nothing secret goes in: the snapshot functions copy figures, never the config's 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ding_lite.entry.live.status_schema import (
+    FINAL_STATES,
+    SCHEMA,
+    STATES,
+    StatusFileError,
+    check_status,
+)
 from ding_lite.utils.file_io import atomic_write_text
 from ding_lite.utils.log import get_logger
+from ding_lite.utils.text import printable
+
+__all__ = ["FINAL_STATES", "SCHEMA", "STATES", "STATUS_FILE", "StatusWriter", "read_status"]
 
 STATUS_FILE = "status.json"
-SCHEMA = 1
-#: States of a run in status.json; the last three are final.
-STATES = ("starting", "running", "stopping", "finished", "failed", "interrupted")
-FINAL_STATES = STATES[3:]
+#: A status.json is a few KB (about 200 bytes a worker); a reader reads no more than this.
+MAX_STATUS_BYTES = 4 << 20
 
 
 class StatusWriter:
@@ -162,18 +172,58 @@ def _plain(value: Any) -> Any:
 
 
 def read_status(run_path: str | os.PathLike) -> dict[str, Any]:
-    """The status.json of ``run_path``.
+    """The status.json of ``run_path``, checked whole (see :mod:`.status_schema`).
 
     Raises:
         FileNotFoundError: the run has not written one (not a run dir, or a run from before
             status.json existed).
-        ValueError: the file is not a status document.
+        StatusFileError: (a ``ValueError``) the file is not a status document of this
+            version: not a plain file, too large, not strict JSON (``NaN`` included), nested
+            too deeply, or a field of the wrong type or out of range; the message is one line
+            and names the field.
     """
     path = Path(run_path) / STATUS_FILE
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise ValueError(f"{path} is not a ding_lite status file (schema {SCHEMA})")
-    return doc
+    try:
+        doc = json.loads(_read_plain_file(path).decode("utf-8"), parse_constant=_no_constant)
+        return check_status(doc)
+    except FileNotFoundError:
+        raise
+    except StatusFileError as err:
+        raise StatusFileError(f"{path}: {err}") from None
+    except OSError as err:
+        raise StatusFileError(f"{path}: {err.strerror or err}") from None
+    except RecursionError:
+        raise StatusFileError(f"{path}: nested too deeply to be a status file") from None
+    except ValueError as err:  # not UTF-8, not JSON, a number of over 4,300 digits
+        raise StatusFileError(f"{path}: not JSON ({printable(str(err), 120)})") from None
+
+
+def _read_plain_file(path: Path) -> bytes:
+    """The bytes of ``path``, a plain file (not a folder, a link or a pipe: opened without
+    blocking and checked before reading) of at most :data:`MAX_STATUS_BYTES`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise StatusFileError("a link, not the run's own file") from None
+        raise
+    try:
+        if stat.S_ISDIR(mode := os.fstat(fd).st_mode):
+            raise StatusFileError("a folder, not a status file")
+        if not stat.S_ISREG(mode):
+            raise StatusFileError("not a plain file")
+        raw = b""
+        while len(raw) <= MAX_STATUS_BYTES and (piece := os.read(fd, MAX_STATUS_BYTES + 1)):
+            raw += piece
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_STATUS_BYTES:
+        raise StatusFileError(f"over {MAX_STATUS_BYTES >> 20} MiB, not a status file")
+    return raw
+
+
+def _no_constant(name: str) -> Any:
+    raise StatusFileError(f"JSON has no {name}, not a status file")
 
 
 def pid_alive(pid: Any) -> bool | None:

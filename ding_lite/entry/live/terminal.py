@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.entry.live.status_file import FINAL_STATES, pid_alive, read_status
+from ding_lite.entry.live.status_schema import StatusFileError
 from ding_lite.utils.errors import DingLiteError
+from ding_lite.utils.text import printable
 
 WIDTH = 80
 STALE_S = 10.0  # a live run writes every second: this much silence is worth saying
@@ -58,7 +60,8 @@ def liveness(doc: dict[str, Any], now: float | None = None) -> str:
 
 
 def render_status(doc: dict[str, Any], now: float | None = None) -> str:
-    """The text view of one status document (each line at most :data:`WIDTH` columns)."""
+    """The text view of one status document as :func:`~.status_file.read_status` returns
+    it (each line at most :data:`WIDTH` columns, no control characters)."""
     now = now or time.time()
     cap = doc.get("max_env_step")
     steps = _num(doc.get("envstep")) + (f" / {cap:,}" if cap else "")
@@ -135,24 +138,26 @@ def _beat(age: float | None) -> str:
 
 
 def _fit(text: str, width: int = WIDTH) -> str:
-    return text if len(text) <= width else text[: width - 1] + "~"
+    return printable(text, width)  # the file's text was cleaned when read; this is the guard
 
 
 def status_command(run_path: str, watch: bool, interval: float) -> int:
     """Prints the status of ``run_path`` (redrawn while ``watch``); the CLI's exit code."""
     path = Path(run_path)
     while True:
+        if not path.is_dir():
+            raise DingLiteError(printable(f"no such run dir: {run_path}"))
         try:
             doc = read_status(path)
         except FileNotFoundError:
-            if not path.is_dir():
-                raise DingLiteError(f"no such run dir: {run_path}") from None
             raise DingLiteError(
-                f"{run_path} has no status.json (not a run dir, or one from before ding_lite "
-                "wrote it)"
+                printable(
+                    f"{run_path} has no status.json (not a run dir, or one from before "
+                    "ding_lite wrote it)"
+                )
             ) from None
-        except ValueError as err:  # JSONDecodeError too: not written by ding_lite
-            raise DingLiteError(f"cannot read {path / 'status.json'}: {err}") from None
+        except StatusFileError as err:  # damaged: one line that names the field
+            raise DingLiteError(printable(f"cannot read {err}")) from None
         text = render_status(doc)
         with contextlib.suppress(BrokenPipeError):  # `| head` closed the pipe
             if not watch:

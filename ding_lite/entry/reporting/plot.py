@@ -2,10 +2,11 @@
 
 Reads every tensorboard event file under each run's ``tb/`` folder (a serial run's
 ``tb/``, a parallel run's ``tb/coordinator`` and ``tb/<learner id>``) with
-:func:`ding_lite.utils.log.read_tb_events`, so no tensorboard install is needed. Runs are
-grouped by the ``exp_name`` of their saved ``config.json`` (the folder's name when there is
-none). For each metric and group it draws the mean over the group's runs and a band: the
-runs' min-max, or a 95% t-interval of the mean.
+:func:`ding_lite.utils.log.read_tb_events_from`, so no tensorboard install is needed; a
+damaged record is skipped with a one-line warning. Runs are grouped by the ``exp_name`` of
+their saved ``config.json`` (the folder's name when there is none). For each metric and
+group it draws the mean over the group's runs and a band: the runs' min-max, or a 95%
+t-interval of the mean.
 
 Runs log at different env steps (or seconds), so each run is interpolated linearly onto a
 common grid of :data:`GRID_POINTS` points spanning the range every run of the group covers
@@ -19,16 +20,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ding_lite.utils.errors import DingLiteError
-from ding_lite.utils.log import EVENT_GLOB, read_tb_events
+from ding_lite.utils.log import EVENT_GLOB, read_tb_events_from
+from ding_lite.utils.text import printable
 
 EVAL_TAG = "charts/eval_return"
 GRID_POINTS = 200
@@ -50,12 +53,14 @@ class RunScalars:
         group: its experiment's name (config.json's ``exp_name``, else the folder's name).
         scalars: ``{tag: [(step, value, wall time), ...]}`` over all its event files.
         start: wall time of its first scalar (the origin of ``--x wall``).
+        damaged: one line per damaged record skipped (or event file left unread).
     """
 
     path: Path
     group: str
     scalars: dict[str, list[tuple[int, float, float]]]
     start: float
+    damaged: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -80,26 +85,43 @@ class Curve:
 def read_run(run_path: str | os.PathLike) -> RunScalars:
     """Every scalar of one run, from all event files under ``<run_path>/tb`` (recursively).
 
+    A damaged record is skipped and an unreadable file left out; both are listed in
+    :attr:`RunScalars.damaged`.
+
     Raises:
-        DingLiteError: the folder holds no event file.
+        DingLiteError: the folder holds no event file, or none with a readable scalar.
     """
     path = Path(run_path)
     files = sorted(p for p in (path / "tb").rglob(EVENT_GLOB) if p.is_file())
     if not files:
-        raise DingLiteError(f"{path}: no tensorboard event files under {path / 'tb'}")
+        raise DingLiteError(printable(f"{path}: no tensorboard event files under {path / 'tb'}"))
     scalars: dict[str, list[tuple[int, float, float]]] = {}
+    damaged: list[str] = []
     for file in files:
-        for tag, points in read_tb_events(file).items():
-            scalars.setdefault(tag, []).extend(points)
+        try:
+            got = read_tb_events_from(file, 0)
+        except OSError as err:
+            damaged.append(printable(f"cannot read {file}: {err.strerror or err}"))
+            continue
+        damaged += [printable(line) for line in got.damaged]
+        for tag, points in got.scalars.items():
+            scalars.setdefault(printable(tag), []).extend(points)
+    if not scalars and damaged:
+        raise DingLiteError(
+            f"{printable(str(path))}: no readable scalar in its event files ({damaged[0]})"
+        )
     walls = [w for points in scalars.values() for _, _, w in points]
-    return RunScalars(path, _experiment_name(path), scalars, min(walls, default=0.0))
+    return RunScalars(path, _experiment_name(path), scalars, min(walls, default=0.0), damaged)
 
 
 def _experiment_name(path: Path) -> str:
+    config, name = path / "config.json", None
     try:
-        return str(json.loads((path / "config.json").read_text(encoding="utf-8"))["exp_name"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return path.resolve().name
+        if config.is_file():  # not a folder or a pipe, which would block the read
+            name = json.loads(config.read_text(encoding="utf-8"))["exp_name"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        pass  # unreadable or no name in it: the folder's name
+    return printable(name if isinstance(name, str) and name else path.resolve().name, 80)
 
 
 def series(run: RunScalars, tag: str, x: str = "envstep") -> tuple[np.ndarray, np.ndarray]:
@@ -117,7 +139,7 @@ def series(run: RunScalars, tag: str, x: str = "envstep") -> tuple[np.ndarray, n
     points = run.scalars.get(tag)
     if not points:
         known = ", ".join(sorted(run.scalars)) or "none"
-        raise DingLiteError(f"{run.path} has no scalar {tag!r}; it has: {known}")
+        raise DingLiteError(printable(f"{run.path} has no scalar {tag!r}; it has: {known}"))
     if x == "wall":
         raw = np.array([w - run.start for _, _, w in points], dtype=np.float64)
     else:
@@ -237,6 +259,7 @@ def plot_runs(
     band: str = "minmax",
     size: tuple[int, int] = (960, 600),
     title: str | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, dict[str, Curve]]:
     """Draws one panel per metric, one mean line and band per experiment, to ``out``.
 
@@ -248,6 +271,7 @@ def plot_runs(
         band: ``"minmax"`` or ``"ci"`` (see :func:`aggregate`).
         size: ``(width, height)`` of the image in pixels.
         title: the figure's title (default: none).
+        warn: told each damaged record skipped, in one line (default: stderr).
 
     Returns:
         ``{metric: {group: Curve}}``.
@@ -268,6 +292,9 @@ def plot_runs(
     if fmt not in FigureCanvasBase.get_supported_filetypes():
         raise DingLiteError(f"cannot write a .{fmt} image; use .png, .svg or .pdf")
     runs = [read_run(d) for d in run_paths]
+    for run in runs:
+        for line in run.damaged:
+            (warn or _warn)(line)
     curves = {tag: group_curves(runs, tag, x, band) for tag in metrics}
     dpi = 100
     fig = figure_cls(figsize=(size[0] / dpi, size[1] / dpi), dpi=dpi)
@@ -279,6 +306,10 @@ def plot_runs(
     fig.tight_layout()
     _write_bytes(out, _render(fig, fmt, dpi))
     return curves
+
+
+def _warn(line: str) -> None:
+    print(f"ding-lite: warning: {line}", file=sys.stderr, flush=True)
 
 
 def _draw_panel(ax: Any, tag: str, groups: dict[str, Curve], x: str, band: str) -> None:
@@ -333,7 +364,7 @@ def describe(curves: dict[str, dict[str, Curve]], x: str) -> list[str]:
         for name, curve in groups.items():
             end = f"{curve.x[-1]:,.0f}" if x == "envstep" else f"{curve.x[-1]:,.1f}"
             lines.append(
-                f"{tag} {name}: {curve.n_runs} run(s), final mean {curve.mean[-1]:.4g} "
+                f"{printable(tag)} {name}: {curve.n_runs} run(s), final mean {curve.mean[-1]:.4g} "
                 f"(band {curve.low[-1]:.4g} to {curve.high[-1]:.4g}) at {end} {unit}"
             )
     return lines

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.utils.errors import ConfigError
-from ding_lite.utils.log import TbTail, get_logger
+from ding_lite.utils.log import get_logger
+from ding_lite.utils.tb_tail import TbTail
 
 POLL_S = 5.0
 FINISH_TIMEOUT_S = 60.0
@@ -93,7 +94,8 @@ class WandbMirror:
         self.tb_dir = Path(tb_dir)
         self.poll_s = poll_s
         self.points = 0  # scalars mirrored so far
-        self._tail = TbTail(self.tb_dir)
+        # A damaged record or an unreadable event file is logged once and skipped.
+        self._tail = TbTail(self.tb_dir, warn=_warn)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._broken = False
@@ -161,10 +163,7 @@ class WandbMirror:
 
     def _poll(self) -> None:
         while not self._stop.wait(self.poll_s):
-            try:
-                self.sync()
-            except OSError as err:  # an event file unreadable for now: try again later
-                get_logger().info(f"W&B mirror: cannot read {self.tb_dir}: {err}")
+            self.sync()
 
     def finish(
         self,
@@ -206,6 +205,10 @@ class WandbMirror:
             )
             return False
         return True
+
+
+def _warn(line: str) -> None:
+    get_logger().warning(f"W&B mirror: {line}")
 
 
 def _rows(points: list[tuple[float, int, str, float]]) -> list[dict[str, Any]]:

@@ -157,11 +157,8 @@ class Coordinator:
         )
 
     def _check_agrees(self, state: CoordinatorState) -> None:
-        """What the saved state says must agree with the config and the run dir."""
+        """What the saved state says must agree with the config."""
         status, stop_value = state.status, self.cfg.evaluator.stop_value
-        result = Path(self.cfg.exp_dir or self.cfg.exp_name) / "result.json"
-        if state.phase == "finished" and not result.is_file():
-            raise RecoveryError("phase 'finished' but no result.json was written")
         if status.solved and stop_value is not None and status.eval_return < stop_value:
             raise RecoveryError(
                 f"status: solved at eval return {status.eval_return:g}, under the stop "

@@ -7,7 +7,7 @@ there, so the workers' heartbeats reach the new one as they reached the old. A c
 (:mod:`ding_lite.coordinator.recovery`); its successor takes the run back from it. A
 coordinator that dies before the run's end (killed, crashed) is restarted under the same
 budget and backoff as the workers (``system.max_restarts``, shared). One that ended the
-run (``phase: finished`` in its state file, result.json written) or was interrupted is
+run (its result.json written, well formed) or was interrupted is
 not. Ctrl-C and SIGTERM reach the coordinator through the supervisor, which keeps serving
 it until it has closed the run, then stops the workers.
 """

@@ -11,7 +11,7 @@ from typing import Any
 from ding_lite.config.config import compile_config, load_experiment
 from ding_lite.coordinator import Coordinator
 from ding_lite.coordinator.home import RunHome
-from ding_lite.coordinator.recovery import RecoveryError, RecoveryFile, address_of
+from ding_lite.coordinator.recovery import RECOVERY_FILE, RecoveryError, RecoveryFile, address_of
 from ding_lite.entry.launch.link import SupervisorLink
 from ding_lite.entry.launch.local import LauncherTransport
 from ding_lite.entry.reporting.run_report import (
@@ -22,8 +22,8 @@ from ding_lite.entry.reporting.run_report import (
     live_status,
     run_result,
 )
-from ding_lite.entry.run.lifecycle import RunDir, shared_folders, tidy_data
-from ding_lite.entry.run.result import summary
+from ding_lite.entry.run.lifecycle import RESULT_FILE, RunDir, shared_folders, tidy_data
+from ding_lite.entry.run.result import read_result, summary
 from ding_lite.entry.run.saved_config import load_saved_config
 from ding_lite.interaction import Master, resolve_token
 from ding_lite.interaction.addresses import reachable
@@ -215,7 +215,7 @@ def coordinate(
             address=master.address,
         )
         restarts = link.coordinator_restarts if link is not None else 0
-        if not (state is not None and _take_back(coordinator, state, restarts)):
+        if not (state is not None and _take_back(coordinator, state, restarts, run_dir.path)):
             if restarts or rejoin:
                 coordinator.rejoin(restarts)
         if link is not None:
@@ -252,9 +252,14 @@ def _wait_deregistered(master: Master, seconds: float) -> None:
         time.sleep(0.05)
 
 
-def _take_back(coordinator: Coordinator, state: dict[str, Any], restarts: int) -> bool:
-    """Whether the run was taken back from ``state`` (else it was refused, in one line)."""
+def _take_back(
+    coordinator: Coordinator, state: dict[str, Any], restarts: int, run_path: Path
+) -> bool:
+    """Whether the run was taken back from ``state`` (else it was refused, in one line).
+    A state that says the run finished needs the result it wrote."""
     try:
+        if state.get("phase") == "finished" and read_result(run_path / RESULT_FILE) is None:
+            raise RecoveryError(f"{RECOVERY_FILE}: phase 'finished' but no {RESULT_FILE}")
         coordinator.restore(state, restarts)
     except RecoveryError as err:
         coordinator.logger.warning(f"{err}; starting the run's coordination afresh")

@@ -118,21 +118,56 @@ def slurm_stand_ins(folder: Path, srun: str, scontrol: str, **env: str) -> dict[
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", **env}
 
 
-def processes_with(text: str) -> list[int]:
-    """Pids (not this process) whose command line contains ``text`` (args joined by spaces,
-    with a trailing space). A zombie is dead, only not reaped yet: it does not count."""
-    found = []
+def adopt_orphans() -> None:
+    """Makes this process the reaper of its descendants (Linux ``PR_SET_CHILD_SUBREAPER``):
+    a process whose parent died (a worker of a launcher a test killed) is re-parented to
+    this process instead of init, so it stays in the tree :func:`processes_with` searches.
+    Such a process, once it exits, is a zombie here until pytest ends; none counts as
+    alive."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(36, 1, 0, 0, 0) != 0:  # 36: PR_SET_CHILD_SUBREAPER
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def processes_with(text: str, root: int | None = None) -> list[int]:
+    """Pids of the live descendants of ``root`` (default: this process, the test's) whose
+    command line contains ``text`` (args joined by spaces, with a trailing space).
+
+    Only descendants: tests that run side by side (pytest -n 2) never find each other's
+    processes, whatever their command lines share (a worker id, a port reused). With
+    :func:`adopt_orphans` (conftest.py), a process whose parent died stays a descendant.
+    A zombie is dead, only not reaped yet: it does not count.
+    """
+    root = os.getpid() if root is None else root
+    parents: dict[int, int] = {}
+    matching = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            state, ppid = fields[0], int(fields[1])
+        except (OSError, IndexError, ValueError):
             continue
-        if text in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
+        pid = int(entry.name)
+        parents[pid] = ppid
+        if text in cmdline and state != "Z" and pid != root:
+            matching.append(pid)
+    return [pid for pid in matching if _descends(pid, root, parents)]
+
+
+def _descends(pid: int, root: int, parents: dict[int, int]) -> bool:
+    """Whether ``root`` is an ancestor of ``pid`` in ``parents`` (pid -> parent pid)."""
+    for _ in range(len(parents)):  # a chain is never longer; a pid reused mid-scan ends it
+        pid = parents.get(pid, 0)
+        if pid == root:
+            return True
+        if pid <= 1:
+            return False
+    return False
 
 
 class FakeProc:

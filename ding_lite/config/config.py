@@ -359,3 +359,20 @@ def compile_config(
     check_batch_arithmetic(merged)
     check_exploration(merged)
     return EasyDict(merged)
+
+
+def compile_sent_config(cfg: Any) -> EasyDict:
+    """Resolves a config another process sent (a start task's): a mapping only.
+
+    A name or a path would make this process load an experiment or run a ``.py`` file;
+    only the process's own command line may ask for that.
+
+    Raises:
+        ConfigError: ``cfg`` is not a mapping, or as :func:`compile_config`.
+    """
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(
+            f"the config sent must be a JSON object, got {type(cfg).__name__}: a worker runs "
+            "no experiment or file a peer names"
+        )
+    return compile_config(cfg)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ding_lite.config.modules import is_module_name
 from ding_lite.utils.errors import ConfigError
 
 
@@ -21,6 +22,10 @@ CONSTRAINTS: dict[str, tuple[Any, str]] = {
     "env.num_envs": (lambda v: v >= 1, "at least 1"),
     "env.vector_mode": (lambda v: v in ("sync", "async"), "'sync' or 'async'"),
     "env.reset_group_size": (lambda v: v >= 1, "at least 1"),
+    "env.import_modules": (
+        lambda v: all(is_module_name(m) for m in v),
+        "a list of module names (my_envs, pkg.envs)",
+    ),
     "policy.learn.n_epochs": (lambda v: v >= 1, "at least 1"),
     "policy.learn.batch_size": (lambda v: v >= 1, "at least 1"),
     "policy.learn.learning_rate": (lambda v: v > 0, "positive"),

@@ -37,6 +37,11 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # every copy of a group starts from the same state (for grpo and rloo). 1: off. It
         # must divide num_envs, and num_envs / collector.async_factor.
         reset_group_size=1,
+        # Modules imported before the env is built, e.g. ["my_envs"]: a module of the user's
+        # that registers gymnasium ids or ding_lite envs. Only the user's own command line
+        # or config makes a process import them; a run dir's config.json or a start task
+        # only names them (docs: gymnasium.rst, "Your own gymnasium.Env").
+        import_modules=[],
     ),
     policy=dict(
         # Policy class from the policy registry.

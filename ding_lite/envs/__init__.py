@@ -6,6 +6,10 @@ in this process or, with ``vector_mode="async"``, in subprocesses. Other package
 with :func:`register_env`. ``two_agent_meet`` is a tiny 2-agent env (``num_agents = 2``,
 see :class:`~ding_lite.envs.base.TensorVectorEnv` for the agent axis), and
 ``create_env("aircombat", N, opponent="self")`` is air-combat self-play.
+
+A user's own env module (one that registers envs when imported) is imported with
+:func:`import_env_modules`; an env name never imports one by itself
+(:mod:`ding_lite.envs.env_modules`).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from typing import Any
 
 import torch
 
+from ding_lite.config.modules import GYM_PREFIX
 from ding_lite.envs.aircombat import AirCombatEnv
 from ding_lite.envs.base import TensorVectorEnv
 from ding_lite.envs.cartpole import CartPoleEnv
+from ding_lite.envs.env_modules import import_env_modules
 from ding_lite.envs.gym_adapter import VECTOR_MODES, GymVectorEnv
 from ding_lite.envs.pendulum import PendulumEnv
 from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
@@ -39,11 +45,10 @@ __all__ = [
     "TwoAgentMeetEnv",
     "VECTOR_MODES",
     "create_env",
+    "import_env_modules",
     "list_envs",
     "register_env",
 ]
-
-GYM_PREFIX = "gym:"
 
 EnvFactory = Callable[..., TensorVectorEnv]
 
@@ -99,7 +104,8 @@ def create_env(
     """Builds ``num_envs`` copies of the env called ``name``.
 
     Args:
-        name: A registered name (see :func:`list_envs`) or ``"gym:<id>"`` for a gymnasium env.
+        name: A registered name (see :func:`list_envs`) or ``"gym:<id>"`` for a gymnasium env
+            (``"gym:module:Id"`` once ``module`` was imported with :func:`import_env_modules`).
         num_envs: Number of copies ``N`` stepped together.
         device: Device of the env's tensors.
         seed: Seed used by the env's first ``reset()`` called without a seed.
@@ -116,6 +122,8 @@ def create_env(
         ValueError: Unknown vector mode, or ``"async"`` for a non-gymnasium env.
         TypeError: An option the env does not accept.
         ImportError: ``gym:<id>`` without gymnasium, or without a dependency of that env.
+        ValueError: ``gym:module:Id`` whose module was not imported with
+            :func:`import_env_modules` (nothing is imported).
     """
     if vector_mode not in VECTOR_MODES:
         known = ", ".join(repr(m) for m in VECTOR_MODES)
@@ -123,7 +131,9 @@ def create_env(
     if name.startswith(GYM_PREFIX):
         from ding_lite.envs.mujoco_log import route_mujoco_warnings
 
-        route_mujoco_warnings(name[len(GYM_PREFIX) :])  # not into MUJOCO_LOG.TXT in the cwd
+        # Not into MUJOCO_LOG.TXT in the cwd. Given the id alone: a "module:Id" name's
+        # module is the adapter's to check, never gymnasium's to import.
+        route_mujoco_warnings(name.rpartition(":")[2])
 
         return GymVectorEnv(
             name[len(GYM_PREFIX) :],

@@ -8,6 +8,7 @@ import torch
 
 from ding_lite.envs import create_env
 from ding_lite.envs.base import TensorVectorEnv
+from ding_lite.envs.env_modules import check_env_modules
 from ding_lite.utils.errors import ConfigError
 
 
@@ -22,6 +23,11 @@ def build_env(
 ) -> TensorVectorEnv:
     """Creates ``cfg.env.name`` with ``cfg.env.kwargs`` and ``cfg.env.vector_mode``; a bad
     name or argument, or a missing dependency of the env, is a ConfigError.
+
+    The modules the env section names (``env.import_modules``, a ``gym:module:Id`` name)
+    must have been imported with :func:`~ding_lite.envs.env_modules.import_env_modules`
+    by whoever owns this process: a config, which may have come from a peer or a run dir,
+    never makes it import one (:mod:`ding_lite.envs.env_modules`).
 
     ``env.reset_group_size`` K above 1 is passed as the env's ``reset_group_size`` argument
     (1 passes nothing, so envs that do not know it build as before), except to an
@@ -38,6 +44,7 @@ def build_env(
             ``evaluator.video_freq`` is set. A ``gym:<id>`` env is then built with
             ``render_mode="rgb_array"`` (bundled envs always draw).
     """
+    check_env_modules(cfg.env)
     kwargs = dict(cfg.env.kwargs)
     if "reset_group_size" in kwargs:  # the collector reads the env section's key
         raise ConfigError("env.kwargs.reset_group_size: set env.reset_group_size instead")

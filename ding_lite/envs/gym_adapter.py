@@ -12,7 +12,6 @@ such an env is built.
 from __future__ import annotations
 
 import difflib
-import importlib
 import re
 import warnings
 from collections.abc import Callable
@@ -24,6 +23,7 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.base import StepResult, TensorVectorEnv
+from ding_lite.envs.env_modules import refused_message
 from ding_lite.envs.frames import check_gym_render_mode, gym_first_frame, headless_defaults
 from ding_lite.envs.reset_groups import check_reset_group_size
 from ding_lite.envs.spaces import ActionSpace, Box, Discrete, MultiDiscrete
@@ -52,22 +52,19 @@ def import_gymnasium() -> ModuleType:
 
 
 def registered_id(gym: ModuleType, env_id: str) -> str:
-    """The gymnasium id ``env_id`` names, after importing the module of a ``"module:Id"``
-    (gymnasium's form: importing the module registers the id).
+    """The gymnasium id ``env_id`` names. In gymnasium's ``"module:Id"`` form the module
+    must have been imported with :func:`~ding_lite.envs.env_modules.import_env_modules`
+    (it registers the id); a name never makes this process import a module.
 
     Raises:
-        ValueError: the module cannot be imported, or the id is not registered (with the
+        ValueError: the module was not allowed, or the id is not registered (with the
             closest registered ids).
     """
     module, sep, name = env_id.rpartition(":")
     if sep:
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise ValueError(
-                f"gym:{env_id}: cannot import module '{module}' ({err}); it must be importable "
-                f"(on PYTHONPATH or installed) and register '{name}' with gymnasium.register"
-            ) from None
+        refused = refused_message([module], f"env name {'gym:' + env_id!r}")
+        if refused is not None:
+            raise ValueError(refused)
     if name not in gym.registry:
         close = difflib.get_close_matches(name, list(gym.registry), n=3)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
@@ -107,7 +104,8 @@ class GymVectorEnv(TensorVectorEnv):
 
         Args:
             env_id: A registered gymnasium id, e.g. ``"CartPole-v1"``, or gymnasium's
-                ``"module:Id"`` form: ``module`` is imported first (it registers ``Id``).
+                ``"module:Id"`` form, where ``module`` (which registers ``Id``) must have
+                been imported with :func:`~ding_lite.envs.env_modules.import_env_modules`.
             num_envs: Number of copies ``N``.
             device: Device of the returned tensors.
             seed: Seed of the first :meth:`reset` called without one.

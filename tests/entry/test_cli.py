@@ -153,7 +153,20 @@ def test_parallel_and_coordinator_exit_with_the_code_of_their_stop_reason(
     monkeypatch.setattr(parallel, "run_coordinator", finish)
     assert main(["parallel", "-c", "cartpole_ppo_parallel", "-q"]) == code
     assert main(["coordinator", "-c", "cartpole_ppo_parallel", "-q"]) == code
-    assert "Traceback" not in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    if not outcome.startswith("SIG"):  # -q: the summary's last line only, for both
+        assert out.out == "run dir: x\nrun dir: x\n"
+
+
+@pytest.mark.parametrize("fd", ["99", "0"])  # not open; open but not a socket (stdin)
+def test_supervised_with_a_descriptor_that_is_no_link_is_one_line(tmp_path, fd):
+    out = run_cli("coordinator", "--supervised", fd, "--resume", str(tmp_path), "--port", "1")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr == (
+        f"ding-lite: error: --supervised {fd}: not a socket this process inherited (it is "
+        "given by ding-lite parallel, which starts the coordinator)\n"
+    )
 
 
 def test_serial_config_error_vs_divergence_exit_codes(tmp_path):

@@ -52,8 +52,6 @@ def assert_all_gone(address):
     assert port_is_free(address)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(180)
 def _with_torch_loaded(pids, seen):
     """Adds to ``seen`` each of ``pids`` whose process has torch's library mapped."""
     for pid in pids:
@@ -64,6 +62,8 @@ def _with_torch_loaded(pids, seen):
             pass  # ended meanwhile
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(180)
 def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     proc = launch(
         tmp_path,
@@ -148,7 +148,9 @@ def test_sigkill_of_a_collector_mid_run(tmp_path):
     """The coordinator notices within its tolerance; the other collector solves CartPole."""
     proc = launch(tmp_path, "-c", "cartpole_ppo_parallel", "--seed", "0", *FAST)
     address = coordinator_address(tmp_path)
-    collector1 = f"--coordinator {address} --worker-id collector1 "  # this run's, no other
+    # This run's: processes_with looks among this test's descendants only, so another
+    # run's collector1 (tests side by side) is never the one killed.
+    collector1 = f"--coordinator {address} --worker-id collector1 "
     assert wait_for(lambda: processes_with(collector1), 60)
     log = tmp_path / "run" / "logs" / "coordinator.log"
     # Kill it while it is busy: after the learner has trained a few iterations.

@@ -1,5 +1,6 @@
-"""A user's own gymnasium.Env: ``env.name=gym:module:Id`` (gymnasium's form), an id registered
-from Python, and the "Your own gymnasium.Env" section of docs/gymnasium.rst run as printed."""
+"""A user's own gymnasium.Env: ``env.name=gym:module:Id`` (gymnasium's form) once the module is
+allowed, ``--import MOD``, an id registered from Python, and the "Your own gymnasium.Env"
+section of docs/gymnasium.rst run as printed."""
 
 import json
 import os
@@ -15,7 +16,8 @@ from helpers import tiny
 import ding_lite
 from ding_lite import serial_pipeline
 from ding_lite.config import compile_config
-from ding_lite.envs import create_env
+from ding_lite.envs import create_env, env_modules, import_env_modules
+from ding_lite.envs.env_modules import check_env_modules
 from ding_lite.utils.errors import ConfigError
 
 HERE = Path(__file__).resolve().parent
@@ -44,7 +46,21 @@ def _env_with_path(*folders: Path) -> dict[str, str]:
     return env
 
 
-def test_module_colon_id_imports_the_module_and_builds_the_env(helper_on_path):
+@pytest.fixture
+def nothing_allowed(monkeypatch):
+    """This process as if no env module had been allowed yet (other tests allow some)."""
+    monkeypatch.setattr(env_modules, "_allowed", set())
+
+
+def test_module_colon_id_builds_the_env_once_its_module_is_allowed(helper_on_path, nothing_allowed):
+    with pytest.raises(ValueError) as err:
+        create_env(CORRIDOR, 3)  # importable, but nobody allowed it
+    assert str(err.value) == (
+        f"env name '{CORRIDOR}' names module 'gym_corridor', which this process was not "
+        "allowed to import: ding_lite imports only the modules its own command line or "
+        "config names (--import gym_corridor)"
+    )
+    import_env_modules(["gym_corridor"])
     env = create_env(CORRIDOR, 3, seed=1)
     try:
         obs, _ = env.reset()
@@ -55,17 +71,20 @@ def test_module_colon_id_imports_the_module_and_builds_the_env(helper_on_path):
 
 def test_a_module_that_cannot_be_imported_is_one_line_naming_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the run would claim ./gym_ppo
-    with pytest.raises(ValueError) as err:
-        create_env("gym:no_such_module_dl:Corridor-v0", 1)
+    with pytest.raises(ConfigError) as err:
+        import_env_modules(["no_such_module_dl"])
     text = str(err.value)
-    assert "cannot import module 'no_such_module_dl'" in text and "\n" not in text
+    assert "cannot import env module 'no_such_module_dl'" in text and "\n" not in text
+    with pytest.raises(ConfigError, match="not a module name"):
+        import_env_modules(["../no_such_module_dl"])
     cfg = compile_config("gym_ppo", ["env.name=gym:no_such_module_dl:Corridor-v0"])
-    with pytest.raises(ConfigError, match="cannot import module 'no_such_module_dl'"):
+    with pytest.raises(ConfigError, match="cannot import env module 'no_such_module_dl'"):
         serial_pipeline(cfg)
     assert not list(tmp_path.iterdir())
 
 
 def test_a_module_that_registers_another_id_says_so(helper_on_path):
+    import_env_modules(["gym_corridor"])
     with pytest.raises(ValueError) as err:
         create_env("gym:gym_corridor:Coridor-v0", 1)
     assert str(err.value) == (
@@ -108,14 +127,23 @@ def test_an_env_class_registered_from_python_trains(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_cli_trains_a_module_colon_id_env(tmp_path):
-    cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", "gym_ppo", f"env.name={CORRIDOR}"]
-    cmd += [*TINY, "max_env_step=64", "--exp-dir", "run", "-q"]
+def test_the_cli_trains_an_env_of_a_module_it_imports(tmp_path):
+    """``--import MOD`` imports the module (which registers the id) and records it in the
+    run's ``env.import_modules``."""
+    cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", "gym_ppo", "--import"]
+    cmd += ["gym_corridor", "env.name=gym:Corridor-v0", *TINY, "max_env_step=64"]
     done = subprocess.run(
-        cmd, cwd=tmp_path, env=_env_with_path(HERE), capture_output=True, text=True, timeout=300
+        [*cmd, "--exp-dir", "run", "-q"],
+        cwd=tmp_path,
+        env=_env_with_path(HERE),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads((tmp_path / "run" / "result.json").read_text())["env"] == CORRIDOR
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["env"] == "gym:Corridor-v0"
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["env"]["import_modules"] == ["gym_corridor"]
 
 
 @pytest.mark.slow
@@ -155,9 +183,13 @@ def test_the_documented_example_runs_as_printed(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "py_run" / "result.json").read_text())["envstep"] >= 64
 
 
-def test_the_documented_error_is_the_one_printed(monkeypatch):
+def test_the_documented_errors_are_the_ones_printed(nothing_allowed):
     text = PAGE.read_text(encoding="utf-8")
-    printed = re.search(r"^    ding-lite: error: (gym:my_envz:.*)$", text, re.M).group(1)
-    with pytest.raises(ValueError) as err:
-        create_env("gym:my_envz:CoinFlip-v0", 1)
-    assert str(err.value) == printed
+    printed = re.findall(r"^    ding-lite: error: (.*my_envz.*)$", text, re.M)
+    assert len(printed) == 2, printed
+    with pytest.raises(ConfigError) as err:
+        import_env_modules(["my_envz"])
+    assert str(err.value) == printed[0]
+    with pytest.raises(ConfigError) as err:
+        check_env_modules({"name": "gym:my_envz:CoinFlip-v0", "import_modules": []})
+    assert str(err.value) == printed[1]

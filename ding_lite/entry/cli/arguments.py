@@ -31,6 +31,17 @@ SHORTHANDS = {
 }
 
 
+def _add_import_arg(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help=f"a module of yours that registers envs, imported first (repeatable); {what}",
+    )
+
+
 def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-c",
@@ -46,7 +57,10 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resume", metavar="EXP_DIR", help="continue a run from its newest checkpoint"
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress output; prints only the run dir"
+    )
+    _add_import_arg(parser, "it joins env.import_modules; needed again with --resume")
     group = parser.add_argument_group("shorthands (each sets one config key)")
     for name, (key, typ) in SHORTHANDS.items():
         group.add_argument(f"--{name.replace('_', '-')}", type=typ, dest=name, help=f"sets {key}")
@@ -72,6 +86,7 @@ def _add_trained_args(parser: argparse.ArgumentParser) -> None:
         metavar="[RUN_DIR] [key.sub=value ...]",
         help="a run dir (its config.json and ckpt/best.pt), then dotted config overrides",
     )
+    _add_import_arg(parser, "a run dir's config.json imports nothing by itself")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="a Python config file to run first, for the hooks and envs it registers "
             "(the coordinator still sends the run's config)",
         )
+        _add_import_arg(worker, "the only modules a start task's config may name")
         worker.add_argument(
             "--worker-id",
             default=f"{role}-{socket.gethostname()}-{os.getpid()}",

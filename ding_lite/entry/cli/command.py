@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import stat
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from ding_lite.entry.cli.arguments import SHORTHANDS, build_parser
 from ding_lite.entry.cli.interrupts import import_for
+from ding_lite.entry.cli.trained import eval_command, render_command
 from ding_lite.utils.errors import DingLiteError, DiskFullError
 from ding_lite.utils.stop import (
     STOP_REASONS,
@@ -20,20 +22,6 @@ from ding_lite.utils.stop import (
     exit_now_if_threads_linger,
     sigterm_interrupts,
 )
-
-
-def _trained_paths(args: argparse.Namespace) -> Any:
-    """The run dir, config and checkpoint an eval or render reads; says which if it chose."""
-    from ding_lite.entry.trained.run_paths import locate
-
-    run_paths = [a for a in args.paths if "=" not in a]
-    args.overrides = [a for a in args.paths if "=" in a]
-    if len(run_paths) > 1:
-        raise DingLiteError(f"one run dir at most, got {' '.join(run_paths)}")
-    paths = locate(run_paths[0] if run_paths else None, args.config, args.ckpt)
-    if paths.note:
-        print(paths.note, flush=True)
-    return paths
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -97,6 +85,7 @@ def _run_options(args: argparse.Namespace, *extra: str) -> dict[str, Any]:
         "device": args.device,
         "max_train_iter": args.max_train_iter,
         "resume": args.resume,
+        "import_modules": args.imports,
     }
 
 
@@ -135,11 +124,12 @@ def _parallel(args: argparse.Namespace) -> int:
 
 
 def _quiet_summary(args: argparse.Namespace, result: dict) -> None:
-    """With ``-q`` the pipeline prints nothing; the command still ends on its summary."""
+    """With ``-q`` the pipeline prints nothing; the command still ends on the summary's last
+    line, ``run dir: <exp_dir>`` (the figures are in its result.json)."""
     if args.quiet:
         from ding_lite.entry.run.result import summary
 
-        print(summary(result), flush=True)
+        print(summary(result).splitlines()[-1], flush=True)
 
 
 def _coordinator(args: argparse.Namespace) -> int:
@@ -148,6 +138,7 @@ def _coordinator(args: argparse.Namespace) -> int:
 
         if not args.resume or args.port is None:
             raise DingLiteError("--supervised needs --resume RUN_DIR and --port")
+        _check_link_fd(args.supervised)
         return run_supervised_coordinator(
             args.resume, args.supervised, args.port, args.config, args.quiet
         )
@@ -159,80 +150,25 @@ def _coordinator(args: argparse.Namespace) -> int:
         extra.append(f"system.coordinator_port={args.port}")
     cfg = compile_parallel_config(args.config, **_run_options(args, *extra))
     result = run_coordinator(cfg, progress=not args.quiet, resuming=bool(args.resume))
+    _quiet_summary(args, result)
     return exit_code(result["stop_reason"])
 
 
-def _eval(args: argparse.Namespace) -> int:
-    from ding_lite.entry.trained.evaluate import evaluate_checkpoint
+def _check_link_fd(fd: int) -> None:
+    """``--supervised FD`` must be a socket this process inherited (the supervisor's link).
 
-    paths = _trained_paths(args)
-    r = evaluate_checkpoint(
-        paths.config,
-        paths.ckpt,
-        episodes=args.episodes,
-        seed=args.seed,
-        device=args.device,
-        overrides=args.overrides,
-    )
-    low, high = r["ci95"]
-    print(
-        f"{r['checkpoint']} (iteration {r['train_iter']}): return {r['return_mean']:.2f} "
-        f"+- {r['return_std']:.2f}, 95% CI of the mean [{low:.2f}, {high:.2f}], over "
-        f"{r['n_episodes']} episodes (mean length {r['length_mean']:.1f})"
-    )
-    if "win_rate" in r:
-        print(_outcome_line(r))
-    return 0
-
-
-def _outcome_line(r: dict) -> str:
-    """``win 62.3% [59.3, 65.3]  loss ...  draw ...``: rates and 95% Wilson intervals, in %."""
-    parts = []
-    for name in ("win", "loss", "draw"):
-        low, high = r[f"{name}_rate_ci95"]
-        parts.append(f"{name} {100 * r[f'{name}_rate']:.1f}% [{100 * low:.1f}, {100 * high:.1f}]")
-    return "  ".join(parts)
-
-
-def _render(args: argparse.Namespace) -> int:
-    from ding_lite.entry.trained.render import OUTCOME_TEXT, render_match
-    from ding_lite.entry.trained.video import render_kind, render_video
-
-    if render_kind(args.out) == "video":  # .mp4, .gif: any env that draws
-        paths = _trained_paths(args)
-        v = render_video(
-            paths.config,
-            paths.ckpt,
-            args.out,
-            episodes=1 if args.episodes is None else args.episodes,
-            seed=args.seed,
-            opponent=args.opponent,
-            overrides=args.overrides,
+    Raises:
+        DingLiteError: anything else: a closed or unknown descriptor, a file, a pipe.
+    """
+    try:
+        is_socket = stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except (OSError, OverflowError, ValueError):  # not open here, or not a descriptor at all
+        is_socket = False
+    if not is_socket:
+        raise DingLiteError(
+            f"--supervised {fd}: not a socket this process inherited (it is given by "
+            "ding-lite parallel, which starts the coordinator)"
         )
-        returns = ", ".join(f"{r:.4g}" for r in v["returns"])
-        print(
-            f"{v['path']}: {len(v['returns'])} episode(s), {v['frames']} frames "
-            f"{v['width']}x{v['height']} at {v['fps']:g} fps, returns {returns} "
-            f"({v['checkpoint']}, iteration {v['train_iter']})"
-        )
-        return 0
-    if args.episodes not in (None, 1):
-        raise DingLiteError("--episodes applies to videos (.mp4, .gif); a .png draws one")
-    paths = _trained_paths(args)
-    r = render_match(
-        paths.config,
-        paths.ckpt,
-        args.out,
-        seed=args.seed,
-        opponent=args.opponent,
-        overrides=args.overrides,
-    )
-    fired = r["missiles_fired"]
-    print(
-        f"{r['path']}: {OUTCOME_TEXT[round(r['outcome'])]} after {r['length']} steps, "
-        f"missiles fired {fired[0]}-{fired[1]} ({r['checkpoint']}, iteration {r['train_iter']})"
-    )
-    return 0
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -259,10 +195,13 @@ def _plot(args: argparse.Namespace) -> int:
 
 def _worker(args: argparse.Namespace) -> int:
     from ding_lite.config.config import load_experiment
+    from ding_lite.config.modules import named_env_modules
     from ding_lite.entry.pipelines.worker_process import run_worker
 
+    # The only env modules a start task's config may name: this command line's.
+    modules = list(args.imports)
     if args.config:  # a .py file registers its hooks and envs as it runs
-        load_experiment(args.config)
+        modules += named_env_modules(load_experiment(args.config).get("env") or {})
 
     return run_worker(
         args.command,
@@ -277,6 +216,7 @@ def _worker(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         resident=getattr(args, "resident", False),
         dist_timeout=getattr(args, "dist_timeout", 60.0),
+        env_modules=modules,
     )
 
 
@@ -304,8 +244,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     commands = {
         "list": _list,
         "serial": _serial,
-        "eval": _eval,
-        "render": _render,
+        "eval": eval_command,
+        "render": render_command,
         "status": _status,
         "dashboard": _dashboard,
         "plot": _plot,

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ding_lite.config.modules import named_env_modules
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.ports import free_port
 from ding_lite.utils.stop import signals_held
@@ -271,7 +272,10 @@ def spawn_worker(
     """Starts ``ding-lite <role>`` for the coordinator at ``address``; output to its log.
 
     ``register``: a Python config file the worker runs first (``-c``), for the hooks and
-    envs it registers. ``rank_env``: ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ... of one
+    envs it registers. The modules the run's config names (``env.import_modules``,
+    ``gym:module:Id``), which the pipeline checked are the user's, are given as ``--import``:
+    a worker imports no module its start task names unless its command line allows it.
+    ``rank_env``: ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ... of one
     rank of a data-parallel learner (ranks above 0 log to ``<worker id>.rank<r>.log``).
     """
     env = dict(os.environ, DING_LITE_TOKEN=token, **(rank_env or {}))
@@ -293,6 +297,7 @@ def spawn_worker(
         "--master-timeout",
         str(cfg.system.master_timeout),
         *(["-c", register] if register else []),
+        *(flag for module in named_env_modules(cfg.env) for flag in ("--import", module)),
         *(["--dist-timeout", str(cfg.system.dist_timeout)] if rank_env else []),
     ]
     name = f"{worker_id}.rank{rank}" if rank else worker_id

@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ding_lite.config.modules import named_env_modules
 from ding_lite.entry.launch.local import Launcher, worker_threads
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger
@@ -324,6 +325,7 @@ class RayLauncher(Launcher):
                 "master_timeout": system.master_timeout,
                 "dist_timeout": system.dist_timeout,
                 "register": self.register,
+                "env_modules": named_env_modules(self.cfg.env),  # as --import does
             }
             ref = actor.run.remote(role, run_options, env, str(Path(self.log_dir) / f"{name}.log"))
             workers.append(RayWorker(actor, ref, pid, local=self._owns_ray or ip == local_ip))

@@ -21,7 +21,7 @@ from ding_lite.entry.launch.local import Launcher
 from ding_lite.entry.launch.supervisor import CoordinatorFailed, RunSupervisor
 from ding_lite.entry.pipelines.coordinator_process import run_coordinator
 from ding_lite.entry.run.lifecycle import RESULT_FILE, RunDir, resumable, shared_folders, tidy_data
-from ding_lite.entry.run.options import RunOptions, compile_run_config
+from ding_lite.entry.run.options import RunOptions, compile_run_config, run_env_modules
 from ding_lite.entry.run.result import summary
 from ding_lite.interaction import generate_token
 from ding_lite.utils.errors import ConfigError
@@ -78,7 +78,9 @@ def parallel_pipeline(
         **options: keyword-only, those of :class:`~ding_lite.entry.run.options.RunOptions`:
             ``seed``, ``max_env_step``, ``max_train_iter``, ``overrides``, ``exp_dir``,
             ``device``, ``resume`` (the collectors start fresh episodes), ``learners``,
-            ``collectors``, ``launcher``, ``ray_address``.
+            ``collectors``, ``launcher``, ``ray_address``, ``import_modules`` (the modules
+            the config names are imported here and by every worker; resuming, only those
+            listed in ``import_modules``).
 
     Returns:
         The figures written to ``result.json`` (``stop_reason``, ``ledger``, ``restarts``...).
@@ -91,6 +93,11 @@ def parallel_pipeline(
     # exist there too.
     register = str(Path(cfg).resolve()) if isinstance(cfg, str) and cfg.endswith(".py") else None
     cfg = compile_parallel_config(cfg, *args, **options)
+    # The modules that register the run's envs: imported here first (one line and nothing
+    # started if one cannot be), then by every worker, whose command line names them.
+    from ding_lite.envs.env_modules import import_env_modules  # torch, as the run has
+
+    import_env_modules(run_env_modules(cfg, RunOptions(**options)))
     say = print if verbose else (lambda *a, **k: None)
     resuming = options.get("resume") is not None
     with sigterm_interrupts():  # from here on SIGTERM unwinds like Ctrl-C

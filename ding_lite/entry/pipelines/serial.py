@@ -12,10 +12,11 @@ from ding_lite.entry.live.snapshots import final_state, serial_snapshot
 from ding_lite.entry.live.status_file import StatusWriter
 from ding_lite.entry.reporting.progress import Progress
 from ding_lite.entry.run.lifecycle import RESULT_FILE, RunDir
-from ding_lite.entry.run.options import RunOptions, compile_run_config
+from ding_lite.entry.run.options import RunOptions, compile_run_config, run_env_modules
 from ding_lite.entry.run.result import RunFigures, build_result, summary
 from ding_lite.entry.trained.predict import TrainedRun  # its package registers the "ppo" agent
 from ding_lite.envs.buffered import build_collector_env
+from ding_lite.envs.env_modules import import_env_modules
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
 from ding_lite.policy.build import seed_updates
@@ -49,7 +50,9 @@ def serial_pipeline(
             few seconds otherwise) and the closing summary; 0 prints nothing.
         **options: keyword-only, those of :class:`~ding_lite.entry.run.options.RunOptions`
             but the parallel ones: ``seed``, ``max_env_step``, ``max_train_iter``,
-            ``overrides``, ``exp_dir``, ``device``, ``resume``.
+            ``overrides``, ``exp_dir``, ``device``, ``resume``, ``import_modules``. The
+            modules the config names (``env.import_modules``, ``gym:module:Id``) are
+            imported first; resuming, only those listed in ``import_modules``.
 
     Returns:
         A :class:`~ding_lite.entry.trained.predict.TrainedRun`: ``predict(obs)``,
@@ -65,6 +68,7 @@ def serial_pipeline(
     opts = RunOptions.of_call("serial_pipeline", args, options, parallel=False)
     with sigterm_interrupts():  # SIGTERM unwinds the run like Ctrl-C, result.json and all
         cfg = compile_run_config(cfg, opts)
+        import_env_modules(run_env_modules(cfg, opts))
         # Choosing and locking the dir is one step, so two runs started at once never share it.
         with RunDir.claim(cfg, resuming=opts.resume is not None) as run_dir:
             run = _build_run(cfg, run_dir)

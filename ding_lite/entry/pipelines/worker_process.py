@@ -8,9 +8,11 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import ding_lite.entry.trained  # noqa: F401  (the package registers the "ppo" opponent)
+from ding_lite.envs.env_modules import import_env_modules
 from ding_lite.interaction import Slave, resolve_token
 from ding_lite.utils import distributed
 from ding_lite.utils.distributed import GroupLost
@@ -62,8 +64,13 @@ def run_worker(
     quiet: bool = False,
     resident: bool = False,
     dist_timeout: float = 60.0,
+    env_modules: Sequence[str] = (),
 ) -> int:
     """Runs one learner or collector until the coordinator closes it (or SIGTERM/SIGINT).
+
+    ``env_modules`` are imported first (``--import``): the only modules that the config of
+    a start task may name (``env.import_modules``, ``gym:module:Id``). A start task naming
+    another is answered with a one-line ConfigError, and nothing is imported.
 
     ``quiet`` logs warnings and errors only. A ``resident`` worker stays up after a close
     task, for the coordinator's next start task (DI-engine's resident comm learner).
@@ -77,6 +84,7 @@ def run_worker(
     others follow it (:class:`~ding_lite.worker.learner.comm.ranks.RankFollower`).
     """
     token = resolve_token(token)
+    import_env_modules(env_modules)  # before anything else: a bad one is one line, exit 2
     worker_cls = {"learner": FlaskFileSystemLearner, "collector": FlaskFileSystemCollector}[role]
 
     def slave(handlers: dict) -> Slave:

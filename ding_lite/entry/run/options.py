@@ -16,6 +16,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_lite.config.config import compile_config
+from ding_lite.config.modules import is_module_name, named_env_modules
 from ding_lite.entry.run.dir_lock import ensure_free
 from ding_lite.entry.run.saved_config import resume_config
 from ding_lite.utils.errors import ConfigError
@@ -45,6 +46,9 @@ class RunOptions:
         launcher: parallel only: "local" (child processes) or "ray" (``system.launcher``).
         ray_address: parallel only: the Ray cluster to join (``system.ray_address``;
             default: a local Ray instance for the run).
+        import_modules: modules that register the run's envs (``--import MOD``); they join
+            ``env.import_modules``. Resuming, every module the run's config.json names must
+            be listed here: a run dir's files never make ding_lite import code.
     """
 
     seed: int | None = None
@@ -58,6 +62,7 @@ class RunOptions:
     collectors: int | None = None
     launcher: str | None = None
     ray_address: str | None = None
+    import_modules: Iterable[str] = ()
 
     @classmethod
     def of_call(
@@ -120,7 +125,49 @@ def compile_run_config(cfg: str | Mapping | None, options: RunOptions) -> EasyDi
         max_env_step=options.max_env_step,
         max_train_iter=options.max_train_iter,
     )
+    for name in _imports(options):
+        if name not in resolved.env.import_modules:
+            resolved.env.import_modules.append(name)
     from ding_lite.policy.ppo import check_update_config  # torch: only for a run
 
     check_update_config(resolved)
     return resolved
+
+
+def run_env_modules(cfg: EasyDict, options: RunOptions) -> list[str]:
+    """The modules that register a run's envs (``env.import_modules``, the module of a
+    ``gym:module:Id`` name), for the run's processes to import.
+
+    A new run's config is its caller's own, so the modules it names are the caller's
+    choice. A resumed run's config comes from its run dir, whose files never make ding_lite
+    import code: each module it names must be given again in ``options.import_modules``.
+
+    Raises:
+        ConfigError: resuming, a module named by the saved config and not given again.
+    """
+    named = named_env_modules(cfg.env)
+    missing = [m for m in named if m not in _imports(options)]
+    if options.resume is not None and missing:
+        flags = " ".join(f"--import {m}" for m in missing if is_module_name(m))
+        raise ConfigError(
+            f"--resume {options.resume}: its config.json names env module(s) "
+            f"{', '.join(map(repr, missing))}, and ding_lite imports no module a run dir "
+            f"names: pass {flags or '--import MODULE'} (import_modules= from Python) to "
+            "import them"
+        )
+    return named
+
+
+def _imports(options: RunOptions) -> list[str]:
+    """``options.import_modules``, checked: module names only.
+
+    Raises:
+        ConfigError: a string instead of a list, or an entry that is not a module name.
+    """
+    names = options.import_modules
+    if isinstance(names, str):
+        raise ConfigError(f"import_modules must be a list of module names, got {names!r}")
+    for name in names:
+        if not is_module_name(name):
+            raise ConfigError(f"--import {name!r}: not a module name (my_envs, pkg.envs)")
+    return list(names)

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ding_lite.config.config import compile_config
+from ding_lite.config.config import compile_sent_config
 from ding_lite.data.files import remove_newer_policies, remove_temp_files, write_policy
 from ding_lite.utils import distributed
 from ding_lite.utils.log import build_tb_logger, get_logger
@@ -170,7 +170,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             return {**self._start_answer(), "running": True}
         self._learner, self._thread, self._best = None, None, None  # resident: a new run
         self.closed.clear()
-        cfg = compile_config(data["config"])
+        cfg = compile_sent_config(data["config"])
         if self._device_override:
             cfg.device = self._device_override
         self.cfg = cfg

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ding_lite.config.config import compile_config
+from ding_lite.config.config import compile_sent_config
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
 from ding_lite.policy.build import seed_updates
@@ -219,7 +219,7 @@ class RankFollower:
 
     def _start(self, config: dict[str, Any], checkpoint: str | None) -> None:
         self._end_run()
-        cfg = compile_config(config)
+        cfg = compile_sent_config(config)
         _, policy, _ = build_policy(cfg, self._device_override)
         learner_cfg = dict(cfg.learner, load_path="")
         learner_cfg["hook"] = {

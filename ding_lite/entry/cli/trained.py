@@ -1,0 +1,114 @@
+"""The ``ding-lite`` commands that use a trained checkpoint: ``eval`` and ``render``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ding_lite.utils.errors import DingLiteError
+
+
+def _trained_paths(args: argparse.Namespace) -> Any:
+    """The run dir, config and checkpoint an eval or render reads; says which if it chose."""
+    from ding_lite.entry.trained.run_paths import locate
+
+    run_paths = [a for a in args.paths if "=" not in a]
+    args.overrides = [a for a in args.paths if "=" in a]
+    if len(run_paths) > 1:
+        raise DingLiteError(f"one run dir at most, got {' '.join(run_paths)}")
+    paths = locate(run_paths[0] if run_paths else None, args.config, args.ckpt)
+    if paths.note:
+        print(paths.note, flush=True)
+    return paths
+
+
+def _allow_env_modules(args: argparse.Namespace, paths: Any) -> None:
+    """Imports the env modules this eval or render may use: those of ``--import``, and
+    those a ``-c`` config names (the user's own). A run dir's config.json names modules
+    only: one that is not among these is refused when its env is built."""
+    from ding_lite.config.config import compile_config, load_experiment
+    from ding_lite.config.modules import named_env_modules
+    from ding_lite.envs.env_modules import import_env_modules
+
+    names = list(args.imports)
+    if args.config:
+        paths.config = load_experiment(paths.config)  # a .py file runs once, here
+        names += named_env_modules(compile_config(paths.config, args.overrides).env)
+    import_env_modules(names)
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    """``ding-lite eval``: a checkpoint's mean return (and outcome rates) over episodes."""
+    from ding_lite.entry.trained.evaluate import evaluate_checkpoint
+
+    paths = _trained_paths(args)
+    _allow_env_modules(args, paths)
+    r = evaluate_checkpoint(
+        paths.config,
+        paths.ckpt,
+        episodes=args.episodes,
+        seed=args.seed,
+        device=args.device,
+        overrides=args.overrides,
+    )
+    low, high = r["ci95"]
+    print(
+        f"{r['checkpoint']} (iteration {r['train_iter']}): return {r['return_mean']:.2f} "
+        f"+- {r['return_std']:.2f}, 95% CI of the mean [{low:.2f}, {high:.2f}], over "
+        f"{r['n_episodes']} episodes (mean length {r['length_mean']:.1f})"
+    )
+    if "win_rate" in r:
+        print(_outcome_line(r))
+    return 0
+
+
+def _outcome_line(r: dict) -> str:
+    """``win 62.3% [59.3, 65.3]  loss ...  draw ...``: rates and 95% Wilson intervals, in %."""
+    parts = []
+    for name in ("win", "loss", "draw"):
+        low, high = r[f"{name}_rate_ci95"]
+        parts.append(f"{name} {100 * r[f'{name}_rate']:.1f}% [{100 * low:.1f}, {100 * high:.1f}]")
+    return "  ".join(parts)
+
+
+def render_command(args: argparse.Namespace) -> int:
+    """``ding-lite render``: a video of a checkpoint's policy, or an air-combat PNG."""
+    from ding_lite.entry.trained.render import OUTCOME_TEXT, render_match
+    from ding_lite.entry.trained.video import render_kind, render_video
+
+    if render_kind(args.out) == "video":  # .mp4, .gif: any env that draws
+        paths = _trained_paths(args)
+        _allow_env_modules(args, paths)
+        v = render_video(
+            paths.config,
+            paths.ckpt,
+            args.out,
+            episodes=1 if args.episodes is None else args.episodes,
+            seed=args.seed,
+            opponent=args.opponent,
+            overrides=args.overrides,
+        )
+        returns = ", ".join(f"{r:.4g}" for r in v["returns"])
+        print(
+            f"{v['path']}: {len(v['returns'])} episode(s), {v['frames']} frames "
+            f"{v['width']}x{v['height']} at {v['fps']:g} fps, returns {returns} "
+            f"({v['checkpoint']}, iteration {v['train_iter']})"
+        )
+        return 0
+    if args.episodes not in (None, 1):
+        raise DingLiteError("--episodes applies to videos (.mp4, .gif); a .png draws one")
+    paths = _trained_paths(args)
+    r = render_match(
+        paths.config,
+        paths.ckpt,
+        args.out,
+        seed=args.seed,
+        opponent=args.opponent,
+        overrides=args.overrides,
+    )
+    fired = r["missiles_fired"]
+    print(
+        f"{r['path']}: {OUTCOME_TEXT[round(r['outcome'])]} after {r['length']} steps, "
+        f"missiles fired {fired[0]}-{fired[1]} ({r['checkpoint']}, iteration {r['train_iter']})"
+    )
+    return 0

@@ -29,9 +29,11 @@ def gym_module(env_name: Any) -> str | None:
 
 def named_env_modules(env: Mapping[str, Any]) -> list[str]:
     """The modules a config's ``env`` section names: ``import_modules``, then the module of
-    a ``gym:module:Id`` name; each once, in that order. Missing keys name nothing."""
-    names = list(env.get("import_modules") or [])
+    a ``gym:module:Id`` name; each once, in that order. Missing keys name nothing; a value
+    that is not a list is one name (the importer checks names)."""
+    listed = env.get("import_modules") or []
+    names = list(listed) if isinstance(listed, list | tuple) else [listed]
     module = gym_module(env.get("name"))
     if module is not None:
         names.append(module)
-    return list(dict.fromkeys(names))
+    return [name for i, name in enumerate(names) if name not in names[:i]]

@@ -144,6 +144,19 @@ def test_the_cli_trains_an_env_of_a_module_it_imports(tmp_path):
     assert json.loads((tmp_path / "run" / "result.json").read_text())["env"] == "gym:Corridor-v0"
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["env"]["import_modules"] == ["gym_corridor"]
+    # The run dir's config names the module; eval imports it only when asked to.
+    evaluate = [sys.executable, "-m", "ding_lite", "eval", "run", "--episodes", "2"]
+    for extra, code in (([], 2), (["--import", "gym_corridor"], 0)):
+        done = subprocess.run(
+            [*evaluate, *extra],
+            cwd=tmp_path,
+            env=_env_with_path(HERE),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == code, done.stderr[-2000:]
+    assert "over 2 episodes" in done.stdout
 
 
 @pytest.mark.slow

@@ -201,7 +201,8 @@ def _worker(args: argparse.Namespace) -> int:
     # The only env modules a start task's config may name: this command line's.
     modules = list(args.imports)
     if args.config:  # a .py file registers its hooks and envs as it runs
-        modules += named_env_modules(load_experiment(args.config).get("env") or {})
+        env = load_experiment(args.config).get("env")
+        modules += named_env_modules(env if isinstance(env, dict) else {})
 
     return run_worker(
         args.command,

@@ -11,7 +11,6 @@ serial pipeline (:mod:`ding_lite.entry.run.lifecycle`).
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from ding_lite.coordinator.ledger import LEDGER_KEYS
 from ding_lite.entry.launch.local import Launcher
 from ding_lite.entry.launch.supervisor import CoordinatorFailed, RunSupervisor
 from ding_lite.entry.pipelines.coordinator_process import run_coordinator
-from ding_lite.entry.run.lifecycle import RESULT_FILE, RunDir, resumable, shared_folders, tidy_data
+from ding_lite.entry.run.lifecycle import RunDir, resumable, shared_folders, tidy_data
 from ding_lite.entry.run.options import RunOptions, compile_run_config, run_env_modules
 from ding_lite.entry.run.result import summary
 from ding_lite.interaction import generate_token
@@ -147,11 +146,13 @@ def _run(
         tidy_data(Path(cfg.system.path_data))
         get_logger().removeHandler(handler)
         handler.close()
-    if not supervisor.finished():  # no coordinator wrote this run's result.json
+    result = supervisor.result()
+    if result is None:  # no coordinator wrote this run's result.json (well formed)
         if interrupted:
             raise KeyboardInterrupt  # interrupted while the coordinator was starting
-        raise CoordinatorFailed("the coordinator ended without a result; see its log")
-    result = json.loads((run_dir.path / RESULT_FILE).read_text())
+        raise CoordinatorFailed(
+            f"the coordinator ended without a result; see {run_dir.path / 'logs'}/coordinator.log"
+        )
     # The ledger in its own order (the file's keys are sorted), as the summary shows it.
     ledger, order = result.get("ledger") or {}, [*LEDGER_KEYS, "left_in_path_data"]
     result["ledger"] = {k: ledger[k] for k in sorted(ledger, key=lambda k: _rank(k, order))}

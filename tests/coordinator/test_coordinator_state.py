@@ -155,12 +155,18 @@ GrownState = dataclasses.make_dataclass(
 
 def _agreeing(state: CoordinatorState) -> CoordinatorState:
     """``state`` with the fields that must agree with others (see ``recovery.read``) left
-    at what agrees with anything: running, no evaluator, no addresses, no batch on its
-    way, no evaluation."""
+    at what agrees with anything (running, no evaluator, no addresses, no batch on its
+    way, no evaluation), and those the file turns into the wall clock's and the run's at 0."""
     status = dataclasses.replace(state.status, eval_return=None, eval_policy_version=None)
-    status.solved = False
+    status.solved, status.first_learn_at = False, None  # (the file holds it on another clock)
     return dataclasses.replace(
-        state, phase="running", evaluator=None, addresses={}, inflight=None, status=status
+        state,
+        phase="running",
+        evaluator=None,
+        addresses={},
+        inflight=None,
+        status=status,
+        cpu_s=0.0,  # (the file adds this process's CPU time)
     )
 
 

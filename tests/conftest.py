@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import adopt_orphans
 
 from ding_lite import serial_pipeline
 
@@ -23,9 +22,6 @@ def pytest_configure(config):
     # then test nothing. Handled here, SIGINT reaches the children with its default action.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    # Tests find their processes among this process's descendants (helpers.processes_with),
-    # including those whose parent a test killed: they are re-parented here, not to init.
-    adopt_orphans()
 
 
 @pytest.fixture

@@ -118,28 +118,20 @@ def slurm_stand_ins(folder: Path, srun: str, scontrol: str, **env: str) -> dict[
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", **env}
 
 
-def adopt_orphans() -> None:
-    """Makes this process the reaper of its descendants (Linux ``PR_SET_CHILD_SUBREAPER``):
-    a process whose parent died (a worker of a launcher a test killed) is re-parented to
-    this process instead of init, so it stays in the tree :func:`processes_with` searches.
-    Such a process, once it exits, is a zombie here until pytest ends; none counts as
-    alive."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(36, 1, 0, 0, 0) != 0:  # 36: PR_SET_CHILD_SUBREAPER
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
-
-
 def processes_with(text: str, root: int | None = None) -> list[int]:
-    """Pids of the live descendants of ``root`` (default: this process, the test's) whose
-    command line contains ``text`` (args joined by spaces, with a trailing space).
+    """Pids of the live processes of the test whose command line contains ``text`` (args
+    joined by spaces, with a trailing space): the descendants of ``root``, and by default
+    (no ``root``) of this process or started during the current test (a worker whose
+    launcher a test killed is re-parented to init, but its environment still names the
+    test: pytest's ``PYTEST_CURRENT_TEST``, which every child inherits).
 
-    Only descendants: tests that run side by side (pytest -n 2) never find each other's
-    processes, whatever their command lines share (a worker id, a port reused). With
-    :func:`adopt_orphans` (conftest.py), a process whose parent died stays a descendant.
-    A zombie is dead, only not reaped yet: it does not count.
+    Only the test's own: tests that run side by side (pytest -n 2) never find each other's
+    processes, whatever their command lines share (a worker id, a port reused). A zombie is
+    dead, only not reaped yet: it does not count. (Making pytest the child subreaper would
+    keep orphans in its tree, but it hides their parent's death from them: a Ray worker
+    whose raylet was killed then never exits.)
     """
+    test = _current_test() if root is None else None
     root = os.getpid() if root is None else root
     parents: dict[int, int] = {}
     matching = []
@@ -156,7 +148,25 @@ def processes_with(text: str, root: int | None = None) -> list[int]:
         parents[pid] = ppid
         if text in cmdline and state != "Z" and pid != root:
             matching.append(pid)
-    return [pid for pid in matching if _descends(pid, root, parents)]
+    return [pid for pid in matching if _descends(pid, root, parents) or _started_in(pid, test)]
+
+
+def _current_test() -> bytes | None:
+    """The current test's ``PYTEST_CURRENT_TEST`` without its phase (" (call)")."""
+    current = os.environ.get("PYTEST_CURRENT_TEST")
+    return current.rsplit(" ", 1)[0].encode() if current else None
+
+
+def _started_in(pid: int, test: bytes | None) -> bool:
+    """Whether ``pid`` was started during ``test`` (its environment names it)."""
+    if test is None:
+        return False
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    prefix = b"PYTEST_CURRENT_TEST="
+    return any(v[len(prefix) :].rsplit(b" ", 1)[0] == test for v in environ if v.startswith(prefix))
 
 
 def _descends(pid: int, root: int, parents: dict[int, int]) -> bool:

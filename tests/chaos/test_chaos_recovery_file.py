@@ -87,3 +87,5 @@ def test_an_edited_recovery_file_costs_no_worker_and_the_run_finishes(chaos):
     assert "already started" not in log, chaos.report()
     assert "Traceback" not in chaos.output() + log, chaos.report()
     assert not list((chaos.dir / "logs").glob("*.r1.log"))  # no worker was replaced
+    # status.json follows the run (it stayed "starting" when each new coordinator crashed)
+    assert json.loads((chaos.dir / "status.json").read_text())["state"] == "finished"

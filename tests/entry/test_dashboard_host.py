@@ -65,12 +65,12 @@ def request(port: int, path: str, host: str) -> tuple[int, bytes]:
         conn.close()
 
 
-def serve(run_dir, host: str) -> tuple[subprocess.Popen, int, str]:
+def serve(run_dir, host: str, *extra: str) -> tuple[subprocess.Popen, int, str]:
     """``ding-lite dashboard`` started on ``host``: (process, port, its first stdout line)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ding_lite", "dashboard", str(run_dir)]
-        + ["--host", host, "--port", str(port), "--open-for", "60"],
+        + ["--host", host, "--port", str(port), "--open-for", "60", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -105,10 +105,11 @@ def test_a_dashboard_bound_to_every_interface_warns_and_refuses_rebinding(run_di
 
 
 def test_a_loopback_dashboard_says_nothing_more_and_refuses_rebinding(run_dir):
-    proc, port, line = serve(run_dir, "127.0.0.1")
+    proc, port, line = serve(run_dir, "127.0.0.1", "--allow-host", "dash.lab")
     try:
         assert line.startswith(f"dashboard of 1 run(s) at http://127.0.0.1:{port}/")
         assert request(port, "/api/runs", f"localhost:{port}")[0] == 200
+        assert request(port, "/api/runs", f"dash.lab:{port}")[0] == 200  # --allow-host
         assert request(port, "/api/runs", f"rebind.example:{port}")[0] == 403
     finally:
         code, err = stop(proc)

@@ -157,6 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="stop serving after S seconds (default: until Ctrl-C)",
     )
+    dashboard.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host header is NAME (a name the machine is reached "
+        "by that is not its own host name: a proxy's, a DNS alias); repeatable",
+    )
     plot = sub.add_parser(
         "plot", help="learning curves of runs (mean and band over seeds) to an image"
     )

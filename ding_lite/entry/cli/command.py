@@ -182,7 +182,9 @@ def _status(args: argparse.Namespace) -> int:
 def _dashboard(args: argparse.Namespace) -> int:
     from ding_lite.entry.live.dashboard import dashboard_command
 
-    return dashboard_command(args.run_paths, args.host, args.port, args.open_for)
+    return dashboard_command(
+        args.run_paths, args.host, args.port, args.open_for, allowed_hosts=args.allow_host
+    )
 
 
 def _plot(args: argparse.Namespace) -> int:

@@ -256,11 +256,11 @@ def dashboard_command(
         server.start()
     except ServerError as err:
         raise ConfigError(str(err)) from None
-    if not is_loopback(host):
-        print(beyond_loopback(host, server.port), file=sys.stderr, flush=True)
-    print(f"dashboard of {len(paths)} run(s) at http://{server.address}/ (Ctrl-C stops it)")
-    sys.stdout.flush()
-    try:
+    try:  # from here on Ctrl-C stops the server and exits 0, even before the loop
+        if not is_loopback(host):
+            print(beyond_loopback(host, server.port), file=sys.stderr, flush=True)
+        print(f"dashboard of {len(paths)} run(s) at http://{server.address}/ (Ctrl-C stops it)")
+        sys.stdout.flush()
         deadline = None if open_for is None else time.monotonic() + open_for
         while deadline is None or time.monotonic() < deadline:
             time.sleep(0.2)

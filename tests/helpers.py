@@ -300,3 +300,16 @@ def load_bench(name: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def json_paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every key path and list index into a parsed JSON document (the root's ``()`` left
+    out), for tests that mutate a real file."""
+    found = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += json_paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += json_paths(value, (*prefix, i))
+    return found

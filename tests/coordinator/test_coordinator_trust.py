@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import tiny_cfg
+from helpers import json_paths, tiny_cfg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scripted import ScriptedTransport, make_workers
@@ -179,24 +179,12 @@ ANY = st.recursive(
 )
 
 
-def _places(value: Any, at: tuple = ()) -> list[tuple]:
-    """Every path (keys and indexes) into a JSON value."""
-    found = [at]
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            found += _places(inner, (*at, key))
-    elif isinstance(value, list):
-        for i, inner in enumerate(value):
-            found += _places(inner, (*at, i))
-    return found
-
-
 @st.composite
 def mutants(draw, saved: dict[str, Any]) -> dict[str, Any]:
     """``saved`` with 1 to 3 changes: a value replaced, a key removed, a key added."""
     mutant = copy.deepcopy(saved)
     for _ in range(draw(st.integers(1, 3))):
-        places = [p for p in _places(mutant) if p]
+        places = json_paths(mutant)
         where = draw(st.sampled_from(places))
         parent = mutant
         for key in where[:-1]:

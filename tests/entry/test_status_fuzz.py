@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import json_paths
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -80,18 +81,6 @@ def like(value: Any) -> st.SearchStrategy:
     return values
 
 
-def paths(node: Any, prefix: tuple = ()) -> list[tuple]:
-    """Every key path and list index of a parsed JSON document."""
-    found = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            found += paths(value, (*prefix, i))
-    return found
-
-
 def parent_of(doc: Any, path: tuple) -> Any:
     for step in path[:-1]:
         doc = doc[step]
@@ -103,7 +92,7 @@ def mutants(draw, doc: dict) -> bytes:
     """``doc`` with one to four edits, as the bytes of a file."""
     doc = json.loads(json.dumps(doc))
     for _ in range(draw(st.integers(1, 4))):
-        where = paths(doc)
+        where = json_paths(doc)
         action = draw(st.sampled_from(("like", "like", "like", "set", "delete", "add")))
         if action == "add" or not where:
             dicts = [()] + [p for p in where if isinstance(parent_of(doc, (*p, None)), dict)]

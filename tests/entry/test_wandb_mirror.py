@@ -144,11 +144,17 @@ class FakeRun:
         self.exit_code = exit_code
 
 
-def test_mirror_reads_only_what_is_new_of_every_event_file(tmp_path):
-    tb = tmp_path / "tb"
+def _two_writers(tb):
+    """The coordinator's and a learner's event files, one point each at step 64."""
     coordinator, learner = TbWriter(tb / "coordinator"), TbWriter(tb / "learner0")
     coordinator.add_scalar("charts/eval_return", 10.0, 64)
     learner.add_scalar("losses/value_loss", 2.0, 64)
+    return coordinator, learner
+
+
+def test_mirror_reads_only_what_is_new_of_every_event_file(tmp_path):
+    tb = tmp_path / "tb"
+    coordinator, learner = _two_writers(tb)
     coordinator.flush()
     learner.flush()
     run = FakeRun()
@@ -181,9 +187,7 @@ def test_a_damaged_event_file_costs_its_bad_record_only(tmp_path, caplog):
     """A bad event (well framed, good CRCs) is one warning, once; every good point still
     reaches W&B (issue 40)."""
     tb = tmp_path / "tb"
-    coordinator, learner = TbWriter(tb / "coordinator"), TbWriter(tb / "learner0")
-    coordinator.add_scalar("charts/eval_return", 10.0, 64)
-    learner.add_scalar("losses/value_loss", 2.0, 64)
+    coordinator, learner = _two_writers(tb)
     coordinator.close()
     learner.close()
     with open(coordinator.path, "ab") as f:

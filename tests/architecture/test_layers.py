@@ -32,6 +32,7 @@ ALL_LAYERS = {
     "worker.collector",
     "coordinator",
     "interaction",
+    "league",
     "entry",
 }
 
@@ -45,9 +46,12 @@ ALLOWED = {
     "policy": {"utils", "config", "rl_utils", "model", "envs"},
     "data": {"utils", "config"},
     "interaction": {"utils", "config"},
-    "coordinator": {"utils", "config", "interaction"},
-    "worker.learner": {"utils", "config", "rl_utils", "model", "policy", "envs", "data"},
-    "worker.collector": {"utils", "config", "rl_utils", "model", "policy", "envs", "data"},
+    "league": {"utils", "config"},
+    "coordinator": {"utils", "config", "interaction", "league"},
+    "worker.learner": {"utils", "config", "rl_utils", "model", "policy", "envs", "data", "league"},
+    "worker.collector": {
+        *("utils", "config", "rl_utils", "model", "policy", "envs", "data", "league"),
+    },
     "entry": ALL_LAYERS,
     # ding_lite/worker/__init__.py gathers both roles; it must not reach the service layers.
     "worker": {"utils", "config", "worker.learner", "worker.collector"},
@@ -57,7 +61,7 @@ ALLOWED = {
 # ding_lite); rl_utils registers its estimators on the common Registry.
 ALLOWED_MODULES = {"rl_utils": {"ding_lite.utils.registry"}}
 # Layers that move JSON and metadata only: they never import torch.
-TORCH_FREE = {"interaction", "coordinator"}
+TORCH_FREE = {"interaction", "coordinator", "league"}
 
 
 def _modules() -> list[Path]:

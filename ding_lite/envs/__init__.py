@@ -5,7 +5,8 @@ any registered gymnasium env (needs the optional ``gymnasium`` dependency), step
 in this process or, with ``vector_mode="async"``, in subprocesses. Other packages add envs
 with :func:`register_env`. ``two_agent_meet`` is a tiny 2-agent env (``num_agents = 2``,
 see :class:`~ding_lite.envs.base.TensorVectorEnv` for the agent axis), and
-``create_env("aircombat", N, opponent="self")`` is air-combat self-play.
+``create_env("aircombat", N, opponent="self")`` is air-combat self-play; ``matrix_game`` is
+a symmetric zero-sum matrix game of one move (the league's proving ground).
 
 A user's own env module (one that registers envs when imported) is imported with
 :func:`import_env_modules`; an env name never imports one by itself
@@ -26,6 +27,7 @@ from ding_lite.envs.base import TensorVectorEnv
 from ding_lite.envs.cartpole import CartPoleEnv
 from ding_lite.envs.env_modules import import_env_modules
 from ding_lite.envs.gym_adapter import VECTOR_MODES, GymVectorEnv
+from ding_lite.envs.matrix_game import MatrixGameEnv
 from ding_lite.envs.pendulum import PendulumEnv
 from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
 from ding_lite.envs.two_agent_meet import TwoAgentMeetEnv
@@ -42,6 +44,7 @@ __all__ = [
     "MultiDiscrete",
     "PendulumEnv",
     "TensorVectorEnv",
+    "MatrixGameEnv",
     "TwoAgentMeetEnv",
     "VECTOR_MODES",
     "create_env",
@@ -180,3 +183,4 @@ register_env(CartPoleEnv.name, CartPoleEnv)
 register_env(PendulumEnv.name, PendulumEnv)
 register_env(AirCombatEnv.name, AirCombatEnv)
 register_env(TwoAgentMeetEnv.name, TwoAgentMeetEnv)
+register_env(MatrixGameEnv.name, MatrixGameEnv)

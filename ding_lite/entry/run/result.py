@@ -114,16 +114,14 @@ def read_result(path: str | os.PathLike) -> dict[str, Any] | None:
         return None
     if not isinstance(result, dict) or not isinstance(result.get("exp_dir"), str):
         return None
-    kinds = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+    kinds = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,)}  # by name
     for f in fields(RunFigures):
         if f.name == "has_best_checkpoint":  # written as best_checkpoint (a path or null)
             continue
-        value, hint = result.get(f.name, ...), f.type.replace(" | None", "")
-        optional = f.type.endswith("| None")
-        if value is None and optional:
+        value, hint = result.get(f.name, ...), f.type.removesuffix(" | None")
+        if value is None and hint != f.type:
             continue
-        kind = kinds[{"bool": bool, "int": int, "float": float, "str": str}[hint]]
-        if not isinstance(value, kind) or (hint != "bool" and isinstance(value, bool)):
+        if not isinstance(value, kinds[hint]) or (hint != "bool" and isinstance(value, bool)):
             return None
     ledger = result.get("ledger", {})
     if not isinstance(ledger, dict) or not all(

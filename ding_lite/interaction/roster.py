@@ -230,9 +230,7 @@ class Roster:
             news = self._cut_off_locked(now)
             silent = [] if self._cut_off_since is not None else list(self._workers.values())
             lost = [
-                self._pop_worker_locked(w.worker_id)
-                for w in silent
-                if now - w.last_seen > self.heartbeat_tolerance
+                self._pop_worker_locked(w.worker_id) for w in silent if self._is_lost_locked(w, now)
             ]
         self._paused(paused)
         if news is not None and self.on_cut_off is not None:
@@ -242,6 +240,30 @@ class Roster:
             self._fail(worker, orphans, reason)
             infos.append(self._info(worker, now))
         return infos
+
+    def _is_lost_locked(self, worker: _Worker, now: float) -> bool:
+        """Silent past the tolerance, and, where a cut-off could explain the silence,
+        someone else heard from after this worker's deadline (lock held).
+
+        Heartbeats are not in step: when this host's link goes down, the worker heard
+        last falls silent a moment after the first one, and judging the first alone would
+        declare it lost just before the silence of all shows the cut-off. Until another
+        worker gets through after its deadline, or the cut-off tolerance is spent, its
+        silence proves nothing about it.
+        """
+        silent_s = now - worker.last_seen
+        if silent_s <= self.heartbeat_tolerance:
+            return False
+        if not self._cut_off_applies() or silent_s > self.cut_off_tolerance:
+            return True
+        heard = max(w.last_seen for w in self._workers.values())
+        return heard > worker.last_seen + self.heartbeat_tolerance
+
+    def _cut_off_applies(self) -> bool:
+        """The cut-off rule is on and some worker is on another host (lock held)."""
+        return self.cut_off_tolerance > 0 and any(
+            not is_loopback(w.address) for w in self._workers.values()
+        )
 
     def _cut_off_locked(self, now: float) -> tuple[bool, float] | None:
         """Judges whether this master is cut off from its workers (lock held).
@@ -260,8 +282,7 @@ class Roster:
                 worker.last_seen = now
             self._cut_off_since = None
             return False, now - since
-        remote = any(not is_loopback(w.address) for w in workers)
-        if self.cut_off_tolerance <= 0 or not remote:
+        if not self._cut_off_applies():
             self._cut_off_since = None
             return None
         if now - heard <= self.heartbeat_tolerance or now - heard > self.cut_off_tolerance:

@@ -376,3 +376,19 @@ def test_silence_is_judged_one_by_one_where_no_cut_off_can_explain_it(monkeypatc
     registry, fake, news = _cut_off_registry(monkeypatch, "10.0.0.2:7236")
     registry.cut_off_tolerance = 0.0
     assert len(_tick(registry, fake, 4.0)) == 1 and news == []
+
+
+def test_a_worker_silent_a_moment_before_the_others_waits_for_the_cut_off(monkeypatch):
+    """CI found it: the coordinator's host cut off, the collector's last heartbeat 0.5 s
+    before the learner's; the collector crossed the tolerance alone and was declared lost
+    just before the silence of both showed the cut-off. Its silence proves nothing until
+    someone else is heard after its deadline."""
+    registry, fake, news = _cut_off_registry(monkeypatch, "10.0.0.2:7236", "10.0.0.3:7236")
+    fake.now += 0.5
+    registry.heartbeat("w0")  # w0 heard last: w1 reaches the tolerance 0.5 s earlier
+    assert _tick(registry, fake, 8.0) == []
+    assert news and news[0][0] is True
+    # Where the others do get through, the silent one is lost soon after its deadline.
+    registry, fake, news = _cut_off_registry(monkeypatch, "10.0.0.2:7236", "10.0.0.3:7236")
+    lost = _tick(registry, fake, 5.0, beating=("w0",))
+    assert lost == [("w1", 5003.5)] and news == []

@@ -44,6 +44,8 @@ EXPERIMENTS = (
     "cartpole_lstm_ppo",
     "pendulum_lstm_ppo",
     "aircombat_selfplay_ppo",
+    "matrix_league_ppo",
+    "matrix_selfplay_ppo",
     "cartpole_reinforce_pp",
     "cartpole_grpo",
     # The zoo (ding_lite.config.zoo): one tuned experiment per task of rl-zoo's PPO table.

@@ -314,6 +314,34 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # <exp_dir>/videos (pip install 'ding-lite[video]'; 0: never).
         video_freq=0,
     ),
+    league=dict(
+        # Train in a league (docs/league.rst): the env must have two agents a copy (one
+        # policy for either side) and an outcome per episode. Agent 0 is the player that
+        # learns; agent 1 an opponent from the league: its current self, a frozen snapshot
+        # of the pool in <exp_dir>/league, or (for exploiters) the current main player.
+        enabled=False,
+        # The main player's matches: self-play, PFSP over the pool, and uniform checks of
+        # the pool (AlphaStar's split; a kind set to 0 never comes).
+        shares=dict(self=0.35, pfsp=0.5, check=0.15),
+        # PFSP's weight of a member the player wins x against: squared (1-x)^2, variance
+        # x(1-x), linear 1-x, even (plain fictitious self-play).
+        weighting="squared",
+        # A snapshot of the main player joins the pool every this many iterations ...
+        snapshot_every=10,
+        # ... or as soon as it scores this much against every member (None: schedule only).
+        admit_score=None,
+        # Exploiters, each a policy of its own trained in turn with the main player: main
+        # exploiters meet only the current main player, league exploiters the pool (PFSP).
+        main_exploiters=0,
+        league_exploiters=0,
+        # An exploiter joins the pool and starts over from its first weights once it scores
+        # this much over its recent matches, or after this many iterations.
+        exploiter_reset_score=0.7,
+        exploiter_max_iters=50,
+        # Recent matches a player's score is judged over; Elo's K factor of the table.
+        window=200,
+        elo_k=16.0,
+    ),
     logger=dict(
         # Mirror the run to Weights & Biases (pip install 'ding-lite[wandb]'): every
         # tensorboard scalar, the config, and result.json's figures as the run's summary.
@@ -339,6 +367,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     "system.token": (str,),
     "logger.wandb_entity": (str,),
     "logger.wandb_group": (str,),
+    "league.admit_score": (float, int),
 }
 
 # Keys that take more than one type (dotted key -> tuple of types).

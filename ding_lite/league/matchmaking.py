@@ -76,15 +76,29 @@ class Matchmaker:
     def opponent(self, player: str, pool: Sequence[str]) -> tuple[str, str]:
         """``(opponent, kind)`` of ``player``'s next match; ``pool`` holds the members it
         may meet besides itself (an empty pool: self-play)."""
+        return self.opponents(player, pool, 1)[0]
+
+    def opponents(self, player: str, pool: Sequence[str], count: int) -> list[tuple[str, str]]:
+        """``count`` matches' ``(opponent, kind)`` at once (the PFSP weights are computed
+        once for all of them)."""
         others = [m for m in pool if m != player]
         kinds = [k for k in KINDS if self.shares.get(k, 0.0) > 0]
-        kind = self.rng.choices(kinds, [self.shares[k] for k in kinds])[0]
-        if kind == "self" or not others:
-            return player, "self"
-        if kind == "check":
-            return self.rng.choice(others), kind
-        rates = [self.table.win_rate(player, m) for m in others]
-        return self.rng.choices(others, pfsp_weights(rates, self.weighting))[0], kind
+        drawn = self.rng.choices(kinds, [self.shares[k] for k in kinds], k=count)
+        if not others:
+            return [(player, "self")] * count
+        weights = None
+        matches = []
+        for kind in drawn:
+            if kind == "self":
+                matches.append((player, kind))
+            elif kind == "check":
+                matches.append((self.rng.choice(others), kind))
+            else:
+                if weights is None:
+                    rates = [self.table.win_rate(player, m) for m in others]
+                    weights = pfsp_weights(rates, self.weighting)
+                matches.append((self.rng.choices(others, weights)[0], kind))
+        return matches
 
     def state(self) -> dict[str, Any]:
         """The generator's state as JSON values (the rest comes from the config)."""

@@ -1,0 +1,114 @@
+"""A league in the serial pipeline: the main player, exploiters, the pool and a resume that
+goes on as an unbroken run would (issue 41)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from ding_lite import serial_pipeline
+from ding_lite.utils.errors import ConfigError
+from ding_lite.utils.log import read_tb_scalars
+
+SHORT = [
+    "env.num_envs=16",
+    "policy.collect.n_steps=2",
+    "policy.learn.batch_size=16",
+    "league.snapshot_every=3",
+    "league.exploiter_max_iters=4",
+]
+
+
+def params(model) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def _league_state(run, iteration: int) -> dict:
+    ckpt = torch.load(run / "ckpt" / f"ckpt_iter{iteration:08d}.pt", weights_only=True)
+    return ckpt["extra"]["league"]
+
+
+def test_a_league_run_fills_its_pool_and_logs_the_league(tmp_path):
+    run = tmp_path / "run"
+    trained = serial_pipeline(
+        "matrix_league_ppo", seed=0, overrides=SHORT, exp_dir=str(run), max_train_iter=9, verbose=0
+    )
+    assert trained.result["train_iter"] == 9
+    state = _league_state(run, 9)["league"]
+    # main's snapshots at iterations 1 (an empty pool admits at once), 4 and 7; each of the
+    # two exploiters joined after its 4th and 8th iteration, and started over.
+    pool = state["pool"]
+    assert [m for m in pool if m.startswith("main-")] == [
+        "main-000001",
+        "main-000004",
+        "main-000007",
+    ]
+    assert sorted(m for m in pool if "exploiter" in m) == [
+        "league_exploiter1-g0-000004",
+        "league_exploiter1-g1-000008",
+        "main_exploiter0-g0-000004",
+        "main_exploiter0-g1-000008",
+    ]
+    assert list(state["players"]) == ["main", "main_exploiter0-g2", "league_exploiter1-g2"]
+    assert sorted(p.stem for p in (run / "league").glob("*.pt")) == sorted(pool)
+    # The table: main, the pool, and each generation of each exploiter as it played live.
+    assert state["matches"] > 0 and len(state["table"]["ratings"]) == 1 + len(pool) + 2 * 3
+    (events,) = (run / "tb").glob("events*")
+    scalars = read_tb_scalars(events)
+    for tag in ("league/pool_size", "league/main_rating", "league/exploitability"):
+        assert tag in scalars, sorted(scalars)
+    assert scalars["league/pool_size"][-1][1] == len(pool)
+
+
+@pytest.mark.slow
+def test_a_league_resumed_in_a_new_process_goes_on_exactly(tmp_path):
+    """k iterations straight == j iterations, then a new process resuming to k: the same
+    main and exploiter weights, pool, table, ratings and draws."""
+    k, j = 8, 3
+    straight = serial_pipeline(
+        "matrix_league_ppo",
+        seed=2,
+        overrides=SHORT,
+        exp_dir=str(tmp_path / "straight"),
+        max_train_iter=k,
+        verbose=0,
+    )
+    run = tmp_path / "resumed"
+    cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", "matrix_league_ppo"]
+    cmd += ["--seed", "2", "-q", "--exp-dir", str(run), "--max-train-iter", str(j), *SHORT]
+    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+    resumed = serial_pipeline(resume=str(run), max_train_iter=k, verbose=0)
+    assert torch.equal(params(straight.model), params(resumed.model))
+    a, b = _league_state(tmp_path / "straight", k), _league_state(run, k)
+    assert a["league"] == b["league"]  # pool, table, ratings, draws, recent scores
+    for mine, theirs in zip(a["exploiters"], b["exploiters"], strict=True):
+        model_a, model_b = mine["policy"]["model"], theirs["policy"]["model"]
+        assert all(torch.equal(model_a[key], model_b[key]) for key in model_a)
+    for name in a["league"]["pool"]:  # the same members, frozen alike
+        left = torch.load(tmp_path / "straight" / "league" / f"{name}.pt", weights_only=True)
+        right = torch.load(run / "league" / f"{name}.pt", weights_only=True)
+        assert all(torch.equal(left["model"][key], right["model"][key]) for key in left["model"])
+
+
+@pytest.mark.parametrize(
+    "experiment,overrides,match",
+    [
+        ("cartpole_ppo", ["league.enabled=true"], "side\\); env 'cartpole' has 1"),
+        ("matrix_league_ppo", ["league.snapshot_every=0"], "league.snapshot_every must be"),
+        ("matrix_league_ppo", ["league.weighting=cubic"], "unknown PFSP weighting 'cubic'"),
+        ("matrix_league_ppo", ["league.shares.self=-1"], "match shares must be non-negative"),
+        ("matrix_league_ppo", ["league.exploiter_reset_score=2"], "must be in \\(0, 1\\]"),
+    ],
+)
+def test_a_league_that_cannot_run_is_one_line_and_writes_nothing(
+    tmp_path, experiment, overrides, match
+):
+    with pytest.raises(ConfigError, match=match) as err:
+        serial_pipeline(
+            experiment, overrides=overrides, exp_dir=str(tmp_path / "run"), max_train_iter=1
+        )
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "run").exists()

@@ -112,3 +112,44 @@ def test_a_league_that_cannot_run_is_one_line_and_writes_nothing(
         )
     assert "\n" not in str(err.value)
     assert not (tmp_path / "run").exists()
+
+
+def test_ding_lite_league_prints_members_ratings_and_the_matrix(tmp_path, capsys):
+    from ding_lite.entry.cli.command import main
+
+    run = tmp_path / "run"
+    over = [*SHORT, "league.main_exploiters=0", "league.league_exploiters=0"]
+    serial_pipeline("matrix_league_ppo", overrides=over, exp_dir=str(run), max_train_iter=4)
+    capsys.readouterr()
+    assert main(["league", str(run), "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("league after iteration 4: 2 pool member(s), 1 player(s)")
+    assert "main policy's exploitability: " in out
+    for name in ("main ", "main-000001", "main-000004"):
+        assert name in out
+    assert "win rates of #1-#2 (row against column):" in out
+
+
+@pytest.mark.parametrize(
+    "text,why",
+    [
+        (None, "has no league table"),
+        ("{", "is not a league table: Expecting"),
+        ('{"table": {"k": 16, "ratings": {}, "pairs": []}, "iteration": -1}', "not a count"),
+        (
+            '{"table": {"k": 16, "ratings": {"main": 1000}, "pairs": []}, "iteration": 1, '
+            '"pool": ["ghost"], "players": {"main": "main"}}',
+            "the pool names members the table does not know",
+        ),
+        ('{"table": {"k": 16, "ratings": {"a": "x"}, "pairs": []}}', "is not a number"),
+    ],
+)
+def test_a_missing_or_damaged_league_table_is_one_line(tmp_path, capsys, text, why):
+    from ding_lite.entry.cli.command import main
+
+    if text is not None:
+        (tmp_path / "league").mkdir()
+        (tmp_path / "league" / "table.json").write_text(text)
+    assert main(["league", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert why in err and err.count("\n") == 1, err

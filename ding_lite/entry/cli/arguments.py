@@ -187,6 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.add_argument("--size", default="960x600", help="WIDTHxHEIGHT in pixels (default 960x600)")
     plot.add_argument("--title", help="title of the figure")
+    league = sub.add_parser(
+        "league", help="a league run's members, ratings and win-rate matrix (league/table.json)"
+    )
+    league.add_argument("run_path", metavar="RUN_DIR", help="the run's experiment dir")
+    league.add_argument(
+        "--top", type=int, default=8, help="members in the win-rate matrix (default 8)"
+    )
     coordinator = sub.add_parser("coordinator", help="serve the coordinator for remote workers")
     _add_run_args(coordinator)
     coordinator.add_argument("--host", help="address to bind (default 127.0.0.1)")

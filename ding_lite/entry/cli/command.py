@@ -195,6 +195,15 @@ def _plot(args: argparse.Namespace) -> int:
     )
 
 
+def _league(args: argparse.Namespace) -> int:
+    from ding_lite.entry.reporting.league_table import format_league, read_league_table
+
+    if args.top < 1:
+        raise DingLiteError(f"--top must be at least 1, got {args.top}")
+    print(format_league(*read_league_table(args.run_path), top=args.top))
+    return 0
+
+
 def _worker(args: argparse.Namespace) -> int:
     from ding_lite.config.config import load_experiment
     from ding_lite.config.modules import named_env_modules
@@ -252,6 +261,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "status": _status,
         "dashboard": _dashboard,
         "plot": _plot,
+        "league": _league,
         "parallel": _parallel,
         "coordinator": _coordinator,
         "learner": _worker,

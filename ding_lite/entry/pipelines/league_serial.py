@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ding_lite.entry.reporting.league_table import write_league_table
 from ding_lite.envs.buffered import BufferedEnv, build_collector_env
 from ding_lite.envs.seats import SeatedEnv
 from ding_lite.league.matrix import exploitability
@@ -130,7 +131,8 @@ class SerialLeague:
         self.logger = get_logger("league")
         seed = cfg.seed + LEAGUE_SEED_OFFSET
         try:
-            self.league = League(cfg.league, run_path / LEAGUE_DIR, policy.model, seed)
+            self.folder = run_path / LEAGUE_DIR
+            self.league = League(cfg.league, self.folder, policy.model, seed)
         except LeagueError as err:
             raise ConfigError(f"league: {err}") from None
         self.joined_at = 0  # the iteration the main player's last snapshot joined
@@ -152,7 +154,8 @@ class SerialLeague:
         for exploiter in self.exploiters:
             exploiter.train_one()
             self._maybe_reset(exploiter, train_iter)
-        self._log(tb_logger, envstep)
+        gap = self._log(tb_logger, envstep)
+        write_league_table(self.folder, self.league, train_iter, gap)
 
     def _admit_main(self, train_iter: int) -> None:
         lc, league = self.cfg.league, self.league
@@ -181,18 +184,20 @@ class SerialLeague:
         why = f"scored {score:.2f}" if won else f"played {lc.exploiter_max_iters} iterations"
         self.logger.info(f"league: {old} {why}; it joined the pool and starts over")
 
-    def _log(self, tb_logger: Any, envstep: int) -> None:
+    def _log(self, tb_logger: Any, envstep: int) -> float | None:
+        """Logs ``league/*``; returns the main policy's exploitability (matrix games)."""
+        gap = self.exploitability()
         if tb_logger is None:
-            return
+            return gap
         league = self.league
         tb_logger.add_scalar("league/pool_size", len(league.pool), envstep)
         tb_logger.add_scalar("league/main_rating", league.table.ratings[MAIN], envstep)
         score = league.recent_score(MAIN)
         if score is not None:
             tb_logger.add_scalar("league/main_score", score, envstep)
-        gap = self.exploitability()
         if gap is not None:
             tb_logger.add_scalar("league/exploitability", gap, envstep)
+        return gap
 
     def exploitability(self) -> float | None:
         """The main policy's exploitability on a matrix game (None on other envs)."""

@@ -1,0 +1,112 @@
+"""The league's table as a run shows it: ``<run dir>/league/table.json`` (written after each
+iteration) and ``ding-lite league RUN_DIR``, which prints the members by rating, each one's
+games and score against the main player, and the win-rate matrix of the strongest.
+
+The file is read as data and checked whole (the table's own checks,
+:meth:`~ding_lite.league.LeagueTable.from_state`): a damaged file is one line, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ding_lite.league import LeagueTable
+from ding_lite.league.table import LeagueError
+from ding_lite.utils.errors import DingLiteError
+from ding_lite.utils.file_io import atomic_write_text
+
+TABLE_FILE = "table.json"
+MAX_TABLE_BYTES = 16 * 1024 * 1024
+MAIN = "main"
+
+
+class LeagueFileError(DingLiteError):
+    """A league table file that is missing or does not read as one (one line)."""
+
+
+def write_league_table(folder: Path, league: Any, iteration: int, gap: float | None) -> None:
+    """Writes the table of ``league`` (a ``League``) after ``iteration`` (atomically)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "iteration": iteration,
+        "table": league.table.state(),
+        "pool": list(league.pool),
+        "players": dict(league.players),
+        "matches": league.matches,
+        "exploitability": gap,
+    }
+    atomic_write_text(json.dumps(doc, sort_keys=True) + "\n", folder / TABLE_FILE, durable=False)
+
+
+def read_league_table(run_dir: str | Path) -> tuple[dict[str, Any], LeagueTable]:
+    """``(the document, its table)`` of a run's ``league/table.json``.
+
+    Raises:
+        LeagueFileError: the run has no league table, or it does not read as one.
+    """
+    path = Path(run_dir) / "league" / TABLE_FILE
+    if not path.is_file():
+        raise LeagueFileError(f"{run_dir} has no league table ({path}): not a league run yet")
+    try:
+        if path.stat().st_size > MAX_TABLE_BYTES:
+            raise ValueError(f"larger than {MAX_TABLE_BYTES} bytes")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        table = LeagueTable.from_state(doc.get("table"))
+        _check(doc, table)
+    except (OSError, ValueError, LeagueError) as err:  # JSONDecodeError is a ValueError
+        raise LeagueFileError(f"{path} is not a league table: {_first_line(err)}") from None
+    return doc, table
+
+
+def _check(doc: dict[str, Any], table: LeagueTable) -> None:
+    iteration, pool, players = doc.get("iteration"), doc.get("pool"), doc.get("players")
+    if not (isinstance(iteration, int) and not isinstance(iteration, bool) and iteration >= 0):
+        raise ValueError("iteration is not a count")
+    known = set(table.members)
+    if not (isinstance(pool, list) and all(isinstance(m, str) and m in known for m in pool)):
+        raise ValueError("the pool names members the table does not know")
+    if not (isinstance(players, dict) and all(p in known for p in players)):
+        raise ValueError("the players are not in the table")
+    gap = doc.get("exploitability")
+    if gap is not None and not (isinstance(gap, int | float) and math.isfinite(gap)):
+        raise ValueError("exploitability is not a number")
+
+
+def format_league(doc: dict[str, Any], table: LeagueTable, top: int = 8) -> str:
+    """The text ``ding-lite league`` prints."""
+    players, pool = doc["players"], doc["pool"]
+    lines = [
+        f"league after iteration {doc['iteration']}: {len(pool)} pool member(s), "
+        f"{len(players)} player(s), {doc.get('matches', 0)} match(es)"
+    ]
+    if doc.get("exploitability") is not None:
+        lines.append(f"main policy's exploitability: {doc['exploitability']:.4f}")
+    ranked = sorted(table.members, key=lambda m: -table.ratings[m])
+    lines.append(
+        f"{'#':>3} {'member':<36} {'kind':<8} {'rating':>7} {'games':>7} {'main scores':>11}"
+    )
+    for rank, name in enumerate(ranked, 1):
+        kind = "player" if name in players else "pool" if name in pool else "retired"
+        games = sum(table.games(name, other) for other in table.members if other != name)
+        against = "-" if name == MAIN else f"{table.win_rate(MAIN, name):.2f}"
+        lines.append(
+            f"{rank:>3} {name:<36} {kind:<8} {table.ratings[name]:>7.0f} {games:>7.0f} "
+            f"{against:>11}"
+        )
+    shown = ranked[:top]
+    lines += ["", f"win rates of #1-#{len(shown)} (row against column):"]
+    lines.append("    " + "".join(f"{f'#{c}':>6}" for c in range(1, len(shown) + 1)))
+    for r, row in enumerate(shown, 1):
+        cells = ["-" if row == col else f"{table.win_rate(row, col):.2f}" for col in shown]
+        lines.append(f"{f'#{r}':>3} " + "".join(f"{c:>6}" for c in cells))
+    return "\n".join(lines)
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]

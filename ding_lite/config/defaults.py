@@ -330,6 +330,9 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         snapshot_every=10,
         # ... or as soon as it scores this much against every member (None: schedule only).
         admit_score=None,
+        # Opponents are drawn from the newest this many members; older ones retire (they
+        # stay in the table and their files in the run dir). 0: every member plays.
+        pool_limit=0,
         # Exploiters, each a policy of its own trained in turn with the main player: main
         # exploiters meet only the current main player, league exploiters the pool (PFSP).
         main_exploiters=0,

@@ -123,7 +123,7 @@ def test_ding_lite_league_prints_members_ratings_and_the_matrix(tmp_path, capsys
     capsys.readouterr()
     assert main(["league", str(run), "--top", "2"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("league after iteration 4: 2 pool member(s), 1 player(s)")
+    assert out.startswith("league after iteration 4: 2 pool member(s) (2 playing), 1 player(s)")
     assert "main policy's exploitability: " in out
     for name in ("main ", "main-000001", "main-000004"):
         assert name in out

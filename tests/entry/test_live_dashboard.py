@@ -218,3 +218,66 @@ def _chromium(webdriver):
     ):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_league_runs_table_shows_in_status_and_in_chromium(tmp_path):
+    """A serial league run (issue 41): its status.json carries the league's counts and
+    strongest members, which ``ding-lite status`` prints and the dashboard draws."""
+    run = tmp_path / "league_run"
+    trained = ding_lite(
+        "serial", "-c", "matrix_league_ppo", "-q", "--exp-dir", str(run),
+        "--max-train-iter", "7", "league.snapshot_every=3", "league.exploiter_max_iters=3",
+        timeout=120,
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    league = status_of(run)["league"]
+    assert league["pool"] == 7 and league["players"] == 3 and league["matches"] > 0
+    names = [m["name"] for m in league["top"]]
+    assert len(names) == 8 and "main" in names and league["exploitability"] >= 0.0
+    shown = ding_lite("status", str(run), timeout=60)
+    assert shown.returncode == 0 and "league  pool 7   players 3   matches" in shown.stdout
+    assert all(name in shown.stdout for name in names)
+    if BROWSER_MISSING:
+        if os.environ.get("DING_LITE_REQUIRE_BROWSER"):
+            pytest.fail(BROWSER_MISSING)
+        pytest.skip(BROWSER_MISSING)
+    webdriver = pytest.importorskip("selenium.webdriver")
+    out = open(tmp_path / "dashboard.out", "w")  # noqa: SIM115
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ding_lite", "dashboard", str(run), "--port", "0"],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+    out.close()
+    driver = None
+    try:
+
+        def address():
+            found = re.search(r"at http://(\S+)/", (tmp_path / "dashboard.out").read_text())
+            return found.group(1) if found else None
+
+        assert wait_for(address, 60), (tmp_path / "dashboard.out").read_text()
+        driver = _chromium(webdriver)
+        driver.get(f"http://{address()}/")
+
+        def members():
+            return driver.execute_script(
+                "return [...document.querySelectorAll('#league-0 tr')]"
+                ".map(r => [r.dataset.member, r.dataset.kind, r.cells[4].textContent])"
+            )
+
+        assert wait_for(lambda: len(members()) == 8, 30), driver.page_source[:2000]
+        assert [m for m, _, _ in members()] == names
+        assert {kind for _, kind, _ in members()} <= {"player", "pool", "retired"}
+        summary = driver.execute_script(
+            "return document.getElementById('league-summary-0').textContent"
+        )
+        assert summary.startswith("pool 7, players 3, matches ") and "exploitability" in summary
+    finally:
+        if driver is not None:
+            driver.quit()
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0
+    assert port_is_free(address()) and not processes_with(str(run))

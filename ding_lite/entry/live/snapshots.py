@@ -85,6 +85,7 @@ def serial_snapshot(run: Any, host: str) -> Callable[[], dict[str, Any]]:
             "gradient_steps": int(run.gradient_steps),
             "waiting_on": "",
             "stop_reason": run.stop_reason,
+            "league": None if run.league is None else run.league.status(),
         }
 
     return snapshot

@@ -162,6 +162,26 @@ WORKER = record(
     }
 )
 
+LEAGUE = record(
+    {
+        "pool": COUNT,
+        "players": COUNT,
+        "matches": COUNT,
+        "exploitability": optional(FIGURE),
+        "top": listing(
+            record(
+                {
+                    "name": text(),
+                    "kind": text("player", "pool", "retired"),
+                    "rating": FIGURE,
+                    "games": number(0.0, MAX_FIGURE),
+                    "main_score": optional(SHARE),
+                }
+            )
+        ),
+    }
+)
+
 
 #: Every field of status.json (docs/monitoring.rst says what each means).
 STATUS_FIELDS: dict[str, Check] = {
@@ -197,6 +217,7 @@ STATUS_FIELDS: dict[str, Check] = {
     "gradient_steps": COUNT,
     "waiting_on": text(),
     "writer": record({"writes": COUNT, "seconds": SECONDS, "wall_seconds": SECONDS}),
+    "league": optional(LEAGUE),
 }
 STATUS = record(STATUS_FIELDS, required=("schema",))
 

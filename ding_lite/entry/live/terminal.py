@@ -99,10 +99,28 @@ def render_status(doc: dict[str, Any], now: float | None = None) -> str:
     if ledger:
         keys = [k for k in LEDGER_ORDER if k in ledger] + sorted(set(ledger) - set(LEDGER_ORDER))
         lines += _packed("ledger", [f"{k.removeprefix('dropped_')} {ledger[k]}" for k in keys])
+    if doc.get("league"):
+        lines += _league_lines(doc["league"])
     if doc.get("waiting_on"):
         lines.append(f"waiting on {doc['waiting_on']}")
     lines += ["", _worker_header(), *(_worker_row(w) for w in doc.get("workers") or [])]
     return "\n".join(_fit(line) for line in lines)
+
+
+def _league_lines(league: dict[str, Any]) -> list[str]:
+    """The league's counts and its strongest members (``ding-lite league`` has them all)."""
+    head = (
+        f"league  pool {league.get('pool', 0)}   players {league.get('players', 0)}   "
+        f"matches {_num(league.get('matches'))}"
+    )
+    if league.get("exploitability") is not None:
+        head += f"   exploitability {league['exploitability']:.4f}"
+    rows = [
+        f"  {str(m.get('name')):<34} {str(m.get('kind')):<8} {m.get('rating', 0):>7.0f}  "
+        f"main scores {_num(m.get('main_score'), '.2f')}"
+        for m in league.get("top") or []
+    ]
+    return [head, *rows]
 
 
 def _packed(label: str, items: list[str]) -> list[str]:

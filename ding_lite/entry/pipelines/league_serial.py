@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ding_lite.entry.reporting.league_table import write_league_table
+from ding_lite.entry.reporting.league_table import league_status, write_league_table
 from ding_lite.envs.buffered import BufferedEnv, build_collector_env
 from ding_lite.envs.seats import SeatedEnv
 from ding_lite.league.matrix import exploitability
@@ -44,7 +44,7 @@ def check_league_config(cfg: Any, env: Any) -> None:
     for key in ("snapshot_every", "exploiter_max_iters", "window"):
         if not (isinstance(lc[key], int) and lc[key] >= 1):
             raise ConfigError(f"league.{key} must be a positive int, got {lc[key]!r}")
-    for key in ("main_exploiters", "league_exploiters"):
+    for key in ("main_exploiters", "league_exploiters", "pool_limit"):
         if not (isinstance(lc[key], int) and lc[key] >= 0):
             raise ConfigError(f"league.{key} must be an int >= 0, got {lc[key]!r}")
     for key in ("exploiter_reset_score", "admit_score"):
@@ -136,6 +136,7 @@ class SerialLeague:
         except LeagueError as err:
             raise ConfigError(f"league: {err}") from None
         self.joined_at = 0  # the iteration the main player's last snapshot joined
+        self.gap: float | None = None  # the main policy's exploitability (matrix games)
         roles = ["main_exploiter"] * cfg.league.main_exploiters
         roles += ["league_exploiter"] * cfg.league.league_exploiters
         self.exploiters = [
@@ -154,12 +155,16 @@ class SerialLeague:
         for exploiter in self.exploiters:
             exploiter.train_one()
             self._maybe_reset(exploiter, train_iter)
-        gap = self._log(tb_logger, envstep)
-        write_league_table(self.folder, self.league, train_iter, gap)
+        self.gap = self._log(tb_logger, envstep)
+        write_league_table(self.folder, self.league, train_iter, self.gap)
+
+    def status(self) -> dict[str, Any]:
+        """status.json's ``league`` section."""
+        return league_status(self.league, self.gap)
 
     def _admit_main(self, train_iter: int) -> None:
         lc, league = self.cfg.league, self.league
-        scores = [league.table.win_rate(MAIN, m) for m in league.pool]
+        scores = [league.table.win_rate(MAIN, m) for m in league.active_pool]
         due = train_iter - self.joined_at >= lc.snapshot_every or not league.pool
         beats = lc.admit_score is not None and scores and min(scores) >= lc.admit_score
         if due or beats:

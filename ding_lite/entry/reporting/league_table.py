@@ -35,6 +35,7 @@ def write_league_table(folder: Path, league: Any, iteration: int, gap: float | N
         "iteration": iteration,
         "table": league.table.state(),
         "pool": list(league.pool),
+        "active": list(league.active_pool),
         "players": dict(league.players),
         "matches": league.matches,
         "exploitability": gap,
@@ -69,8 +70,10 @@ def _check(doc: dict[str, Any], table: LeagueTable) -> None:
     if not (isinstance(iteration, int) and not isinstance(iteration, bool) and iteration >= 0):
         raise ValueError("iteration is not a count")
     known = set(table.members)
-    if not (isinstance(pool, list) and all(isinstance(m, str) and m in known for m in pool)):
-        raise ValueError("the pool names members the table does not know")
+    active = doc.get("active", pool)
+    for names in (pool, active):
+        if not (isinstance(names, list) and all(isinstance(m, str) and m in known for m in names)):
+            raise ValueError("the pool names members the table does not know")
     if not (isinstance(players, dict) and all(p in known for p in players)):
         raise ValueError("the players are not in the table")
     gap = doc.get("exploitability")
@@ -78,11 +81,41 @@ def _check(doc: dict[str, Any], table: LeagueTable) -> None:
         raise ValueError("exploitability is not a number")
 
 
+def league_status(league: Any, gap: float | None, top: int = 8) -> dict[str, Any]:
+    """status.json's ``league`` section: counts and the ``top`` members by rating (the
+    main player always among them)."""
+    table, players, pool = league.table, league.players, league.active_pool
+    ranked = sorted(table.members, key=lambda m: -table.ratings[m])[:top]
+    if MAIN not in ranked:
+        ranked = sorted([*ranked[: top - 1], MAIN], key=lambda m: -table.ratings[m])
+    return {
+        "pool": len(league.pool),
+        "players": len(players),
+        "matches": league.matches,
+        "exploitability": gap,
+        "top": [
+            {
+                "name": name,
+                "kind": _kind(name, players, pool),
+                "rating": round(table.ratings[name], 1),
+                "games": sum(table.games(name, other) for other in table.members if other != name),
+                "main_score": None if name == MAIN else round(table.win_rate(MAIN, name), 4),
+            }
+            for name in ranked
+        ],
+    }
+
+
+def _kind(name: str, players: Any, pool: Any) -> str:
+    return "player" if name in players else "pool" if name in pool else "retired"
+
+
 def format_league(doc: dict[str, Any], table: LeagueTable, top: int = 8) -> str:
     """The text ``ding-lite league`` prints."""
-    players, pool = doc["players"], doc["pool"]
+    players, pool = doc["players"], doc.get("active", doc["pool"])
     lines = [
-        f"league after iteration {doc['iteration']}: {len(pool)} pool member(s), "
+        f"league after iteration {doc['iteration']}: {len(doc['pool'])} pool member(s) "
+        f"({len(pool)} playing), "
         f"{len(players)} player(s), {doc.get('matches', 0)} match(es)"
     ]
     if doc.get("exploitability") is not None:
@@ -92,7 +125,7 @@ def format_league(doc: dict[str, Any], table: LeagueTable, top: int = 8) -> str:
         f"{'#':>3} {'member':<36} {'kind':<8} {'rating':>7} {'games':>7} {'main scores':>11}"
     )
     for rank, name in enumerate(ranked, 1):
-        kind = "player" if name in players else "pool" if name in pool else "retired"
+        kind = _kind(name, players, pool)
         games = sum(table.games(name, other) for other in table.members if other != name)
         against = "-" if name == MAIN else f"{table.win_rate(MAIN, name):.2f}"
         lines.append(

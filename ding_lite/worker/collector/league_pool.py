@@ -122,10 +122,17 @@ class League:
         """The opponents of ``player``'s next ``count`` matches (see the module's
         description)."""
         role = self.players[player]
-        if role == "main_exploiter" or (role == "league_exploiter" and not self.pool):
+        active = self.active_pool
+        if role == "main_exploiter" or (role == "league_exploiter" and not active):
             return [MAIN] * count
         draws = self._exploiter_draws if role == "league_exploiter" else self.matchmaker
-        return [name for name, _ in draws.opponents(player, self.pool, count)]
+        return [name for name, _ in draws.opponents(player, active, count)]
+
+    @property
+    def active_pool(self) -> list[str]:
+        """The members drawn as opponents: the newest ``pool_limit`` (0: all)."""
+        limit = self.cfg.pool_limit
+        return self.pool[-limit:] if limit else list(self.pool)
 
     def report(self, player: str, opponent: str, outcome: float) -> None:
         """Books a match of ``player`` against ``opponent`` (``outcome`` from the player's

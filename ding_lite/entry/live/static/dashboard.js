@@ -59,6 +59,10 @@ class RunPane {
     this.workers = el("tbody", { id: id("workers") });
     this.ledger = el("tbody", { id: id("ledger") });
     this.curves = el("div", { class: "curves", id: id("curves") });
+    this.league = el("tbody", { id: id("league") });
+    this.leagueHead = el("p", { class: "muted", id: id("league-summary") });
+    this.leagueBox = el("div", { class: "league", hidden: "" }, el("h3", {}, "League"),
+      this.leagueHead, el("table", { class: "league" }));
     const head = (...names) => el("thead", {}, el("tr", {}, ...names.map((n) => el("th", {}, n))));
     this.node.append(
       this.stop, this.warn, this.figures,
@@ -67,7 +71,10 @@ class RunPane {
         head("id", "role", "host", "state", "heartbeat", "version", "rollouts"), this.workers),
       el("h3", {}, "Ledger"),
       el("table", { class: "ledger" }, head("rollout files", "count"), this.ledger),
+      this.leagueBox,
       el("h3", {}, "Curves"), this.curves);
+    this.leagueBox.querySelector("table").replaceChildren(
+      head("member", "kind", "rating", "games", "main scores"), this.league);
   }
 
   showStatus(doc) {
@@ -110,6 +117,7 @@ class RunPane {
       el("td", {}, w.heartbeat_age_s === null || w.heartbeat_age_s === undefined ? "-" : `${w.heartbeat_age_s.toFixed(1)} s`),
       el("td", { class: "version" }, w.version === null || w.version === undefined ? "-" : `v${w.version}`),
       el("td", {}, fmt(w.rollouts)))));
+    this.showLeague(doc.league);
     const ledger = doc.ledger;
     if (!ledger) {
       this.ledger.replaceChildren(el("tr", {}, el("td", {}, "none (serial: data stays in memory)"), el("td", {}, "")));
@@ -119,6 +127,20 @@ class RunPane {
       this.ledger.replaceChildren(...keys.map((k) =>
         el("tr", { "data-key": k }, el("td", {}, k), el("td", {}, fmt(ledger[k])))));
     }
+  }
+
+  showLeague(league) {
+    this.leagueBox.hidden = !league;
+    if (!league) return;
+    let summary = `pool ${fmt(league.pool)}, players ${fmt(league.players)}, matches ${fmt(league.matches)}`;
+    if (league.exploitability !== null && league.exploitability !== undefined) {
+      summary += `, exploitability ${league.exploitability.toFixed(4)}`;
+    }
+    this.leagueHead.textContent = summary;
+    this.league.replaceChildren(...(league.top || []).map((m) => el("tr",
+      { "data-member": m.name, "data-kind": m.kind },
+      el("td", {}, m.name), el("td", {}, m.kind), el("td", {}, fmt(m.rating, 0)),
+      el("td", {}, fmt(m.games)), el("td", {}, fmt(m.main_score, 2)))));
   }
 
   addScalars(answer) {

@@ -44,6 +44,7 @@ EXPERIMENTS = (
     "cartpole_lstm_ppo",
     "pendulum_lstm_ppo",
     "aircombat_selfplay_ppo",
+    "aircombat_league_ppo",
     "matrix_league_ppo",
     "matrix_selfplay_ppo",
     "cartpole_reinforce_pp",

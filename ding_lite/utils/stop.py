@@ -193,6 +193,42 @@ def signals_held() -> Iterator[list[int]]:
             signal.signal(signum, handler)
 
 
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Delivers the first SIGINT or SIGTERM of the block when the block ends; a second one
+    during the block is delivered at once.
+
+    For a unit of work a checkpoint must hold whole or not at all (a serial run's
+    iteration): Ctrl-C stops the run at the next boundary, and Ctrl-C again stops it at
+    once. The handlers in force before the block deliver them (main thread only).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous: dict[int, Any] = {}
+
+    def restore() -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    def hold(signum: int, frame: Any) -> None:
+        if not arrived:
+            arrived.append(signum)
+            return
+        restore()  # the second: as if nothing held it
+        signal.raise_signal(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, hold)
+    try:
+        yield
+    finally:
+        restore()
+    if arrived:
+        signal.raise_signal(arrived[0])
+
+
 # What torch imports when a process builds its first optimizer (about 1 s of CPU).
 OPTIMIZER_IMPORTS = ("torch._dynamo",)
 

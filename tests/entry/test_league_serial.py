@@ -19,6 +19,8 @@ SHORT = [
     "policy.learn.batch_size=16",
     "league.snapshot_every=3",
     "league.exploiter_max_iters=4",
+    "league.main_exploiters=1",
+    "league.league_exploiters=1",
 ]
 
 
@@ -153,3 +155,41 @@ def test_a_missing_or_damaged_league_table_is_one_line(tmp_path, capsys, text, w
     assert main(["league", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert why in err and err.count("\n") == 1, err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_league_interrupted_by_sigint_resumes_as_an_unbroken_run(tmp_path):
+    """Ctrl-C lands wherever it lands (often in an exploiter's iteration, the league's part
+    of the main player's iteration): the checkpoint it saves holds the iteration whole, and
+    the resumed run ends where an unbroken one does."""
+    import signal
+    import time
+
+    run = tmp_path / "interrupted"
+    over = [*SHORT, "policy.collect.n_steps=16"]
+    cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", "matrix_league_ppo", "--seed", "4"]
+    cmd += ["-q", "--exp-dir", str(run), "--max-train-iter", "400", *over]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    table = run / "league" / "table.json"
+    deadline = time.monotonic() + 120
+    while not table.is_file() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    saved = sorted((run / "ckpt").glob("ckpt_iter*.pt"))[-1]
+    k = int(saved.stem.removeprefix("ckpt_iter")) + 2
+    resumed = serial_pipeline(resume=str(run), max_train_iter=k, verbose=0)
+    straight = serial_pipeline(
+        "matrix_league_ppo",
+        seed=4,
+        overrides=over,
+        exp_dir=str(tmp_path / "straight"),
+        max_train_iter=k,
+        verbose=0,
+    )
+    assert torch.equal(params(straight.model), params(resumed.model))
+    a, b = _league_state(tmp_path / "straight", k), _league_state(run, k)
+    assert a["league"] == b["league"]

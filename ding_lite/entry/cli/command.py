@@ -60,6 +60,8 @@ def _list(args: argparse.Namespace) -> int:
             algo += ", no critic)" if not cfg.policy.model.critic else ")"
         if cfg.env.reset_group_size > 1:
             where += f", groups of {cfg.env.reset_group_size}"
+        if cfg.league.enabled:
+            algo += " in a league"
         print(f"{name:<26} {where}; {algo}; {target}; {limit}")
     return 0
 

@@ -171,7 +171,7 @@ class SerialLeague:
             name = f"main-{train_iter:06d}"
             league.admit(name, self.main_policy.model, rating_of=MAIN)
             self.joined_at = train_iter
-            self.logger.info(f"league: {name} joined the pool ({len(league.pool)} members)")
+            self.logger.info(f"{name} joined the pool ({len(league.pool)} members)")
 
     def _maybe_reset(self, exploiter: Exploiter, train_iter: int) -> None:
         lc, league = self.cfg.league, self.league
@@ -187,7 +187,7 @@ class SerialLeague:
         exploiter.seating.player = exploiter.name
         exploiter.policy.load_state_dict(copy.deepcopy(exploiter.first_state))
         why = f"scored {score:.2f}" if won else f"played {lc.exploiter_max_iters} iterations"
-        self.logger.info(f"league: {old} {why}; it joined the pool and starts over")
+        self.logger.info(f"{old} {why}; it joined the pool and starts over")
 
     def _log(self, tb_logger: Any, envstep: int) -> float | None:
         """Logs ``league/*``; returns the main policy's exploitability (matrix games)."""

@@ -30,6 +30,7 @@ from ding_lite.utils.stop import (
     INTERRUPTED,
     RunInterrupted,
     limit_reached,
+    signals_deferred,
     sigterm_interrupts,
 )
 from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
@@ -299,9 +300,12 @@ class SerialRun:
                 self.stop_reason = self._limit_reached()
                 if self.stop_reason:
                     break
-                with learner.timer("collect"):  # tensorboard: perf/collect_s
-                    data = collector.collect()
-                info = learner.train(data, collector.envstep)
+                # An iteration is whole or not at all in a checkpoint: Ctrl-C or SIGTERM
+                # stops the run after it (a second one, at once).
+                with signals_deferred():
+                    with learner.timer("collect"):  # tensorboard: perf/collect_s
+                        data = collector.collect()
+                    info = learner.train(data, collector.envstep)
                 self.gradient_steps += int(info.get("minibatches", 0))
                 _log_train(tb_logger, collector, sps_meter)
                 self._show(bar)

@@ -1,0 +1,29 @@
+"""A league on the air-combat env: the main policy never meets CrankAgent in training.
+
+``aircombat_selfplay_ppo``'s env and settings (no survival bonus, a draw costs 0.25,
+entropy weight 0.001), with agent 1 of every copy played by the league instead of the
+policy itself: its current self (35% of matches), a frozen snapshot drawn by PFSP (50%) or
+uniformly (15%). A main exploiter (trained only against the current main policy) and a
+league exploiter (against the pool) train beside it, each joining the pool once it wins
+70% of its recent matches, or after 60 iterations, and starting over. A snapshot of the
+main policy joins every 20 iterations (327,680 env steps).
+
+``max_env_step`` counts the main player's env steps; each exploiter steps as many again.
+The evaluation plays the scripted CrankAgent, as for self-play: the win rate against it is
+the figure (docs/league.rst).
+"""
+
+from ding_lite.config.experiments.aircombat_selfplay_ppo import config as _selfplay
+
+config = dict(
+    _selfplay,
+    exp_name="aircombat_league_ppo",
+    max_env_step=16_000_000,
+    league=dict(
+        enabled=True,
+        snapshot_every=20,
+        main_exploiters=1,
+        league_exploiters=1,
+        exploiter_max_iters=60,
+    ),
+)

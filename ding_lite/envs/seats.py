@@ -142,10 +142,12 @@ class SeatedEnv:
         obs = self._obs1
         if obs is None:
             raise RuntimeError(f"{self.name}: reset the env before its first step")
+        rows_of: dict[str, list[int]] = {}
+        for i, seat in enumerate(self.seats):
+            rows_of.setdefault(seat, []).append(i)
         action: Tensor | None = None
-        for name in sorted(set(self.seats)):
-            rows = [i for i, seat in enumerate(self.seats) if seat == name]
-            index = torch.tensor(rows, device=self.device)
+        for name in sorted(rows_of):
+            index = torch.tensor(rows_of[name], device=self.device)
             acted = self.seating.opponent(name).act(obs.index_select(0, index))
             if action is None:
                 action = acted.new_zeros((self.num_envs, *acted.shape[1:]))

@@ -40,9 +40,7 @@ def one_thread():
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_the_league_ends_near_the_equilibrium_where_plain_self_play_does_not(
-    tmp_path, one_thread
-):
+def test_the_league_ends_near_the_equilibrium_where_plain_self_play_does_not(tmp_path, one_thread):
     league_probs, league_gap = _final_gap("matrix_league_ppo", tmp_path)
     selfplay_probs, selfplay_gap = _final_gap("matrix_selfplay_ppo", tmp_path)
     assert league_gap <= 0.15, league_probs

@@ -229,6 +229,7 @@ def test_a_league_runs_table_shows_in_status_and_in_chromium(tmp_path):
     trained = ding_lite(
         "serial", "-c", "matrix_league_ppo", "-q", "--exp-dir", str(run),
         "--max-train-iter", "7", "league.snapshot_every=3", "league.exploiter_max_iters=3",
+        "league.main_exploiters=1", "league.league_exploiters=1",
         timeout=120,
     )  # fmt: skip
     assert trained.returncode == 0, trained.stderr

@@ -200,7 +200,10 @@ def test_log_train_writes_outcome_rates_when_the_env_reports_them():
     assert tb.values["charts/win_rate"] == [(0.5, 64)]
     assert tb.values["charts/loss_rate"] == [(0.25, 64)]
     assert tb.values["charts/draw_rate"] == [(0.25, 64)]
-    assert len(tb.values["charts/episodic_return"]) == 2
+    # One point an iteration, the mean of its episodes (a one-move game ends hundreds an
+    # iteration; one point each cost more than the update).
+    assert tb.values["charts/episodic_return"] == [(0.0, 64)]
+    assert tb.values["charts/episodic_length"] == [(15.0, 64)]
     collector.outcome_rates = lambda: None
     tb = _Scalars()
     _log_train(tb, collector, _SpsMeter(0))

@@ -373,8 +373,9 @@ class _SpsMeter:
 
 def _log_train(tb_logger: Any, collector: SerialCollector, sps_meter: _SpsMeter) -> None:
     step = sps_meter.envstep = collector.envstep
-    for ret in collector.last_returns:
-        tb_logger.add_scalar("charts/episodic_return", ret, step)
+    if collector.last_returns:  # the mean of the rollout's episodes, as the parallel run logs
+        returns = collector.last_returns
+        tb_logger.add_scalar("charts/episodic_return", sum(returns) / len(returns), step)
     if collector.last_lengths:
         lengths = collector.last_lengths
         tb_logger.add_scalar("charts/episodic_length", sum(lengths) / len(lengths), step)

@@ -28,6 +28,18 @@ def params(model) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
+def _straight(tmp_path, seed: int, overrides: list[str], iterations: int):
+    """An unbroken league run of ``iterations`` in ``tmp_path/straight``."""
+    return serial_pipeline(
+        "matrix_league_ppo",
+        seed=seed,
+        overrides=overrides,
+        exp_dir=str(tmp_path / "straight"),
+        max_train_iter=iterations,
+        verbose=0,
+    )
+
+
 def _league_state(run, iteration: int) -> dict:
     ckpt = torch.load(run / "ckpt" / f"ckpt_iter{iteration:08d}.pt", weights_only=True)
     return ckpt["extra"]["league"]
@@ -70,14 +82,7 @@ def test_a_league_resumed_in_a_new_process_goes_on_exactly(tmp_path):
     """k iterations straight == j iterations, then a new process resuming to k: the same
     main and exploiter weights, pool, table, ratings and draws."""
     k, j = 8, 3
-    straight = serial_pipeline(
-        "matrix_league_ppo",
-        seed=2,
-        overrides=SHORT,
-        exp_dir=str(tmp_path / "straight"),
-        max_train_iter=k,
-        verbose=0,
-    )
+    straight = _straight(tmp_path, 2, SHORT, k)
     run = tmp_path / "resumed"
     cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", "matrix_league_ppo"]
     cmd += ["--seed", "2", "-q", "--exp-dir", str(run), "--max-train-iter", str(j), *SHORT]
@@ -182,14 +187,7 @@ def test_a_league_interrupted_by_sigint_resumes_as_an_unbroken_run(tmp_path):
     saved = sorted((run / "ckpt").glob("ckpt_iter*.pt"))[-1]
     k = int(saved.stem.removeprefix("ckpt_iter")) + 2
     resumed = serial_pipeline(resume=str(run), max_train_iter=k, verbose=0)
-    straight = serial_pipeline(
-        "matrix_league_ppo",
-        seed=4,
-        overrides=over,
-        exp_dir=str(tmp_path / "straight"),
-        max_train_iter=k,
-        verbose=0,
-    )
+    straight = _straight(tmp_path, 4, over, k)
     assert torch.equal(params(straight.model), params(resumed.model))
     a, b = _league_state(tmp_path / "straight", k), _league_state(run, k)
     assert a["league"] == b["league"]

@@ -4,6 +4,7 @@ status`` on the live and the finished run, and the dashboard rendered in headles
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -105,25 +106,8 @@ def test_the_dashboard_shows_the_run_live_in_chromium(live_run, tmp_path):
     webdriver = pytest.importorskip("selenium.webdriver")
     proc, run = live_run
     wait_running(proc, run)
-    out = open(tmp_path / "dashboard.out", "w")  # noqa: SIM115
-    server = subprocess.Popen(
-        [sys.executable, "-m", "ding_lite", "dashboard", str(run), "--port", "0"],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
-    out.close()
-    driver = None
-    try:
-
-        def address():
-            found = re.search(r"at http://(\S+)/", (tmp_path / "dashboard.out").read_text())
-            return found.group(1) if found else None
-
-        assert wait_for(address, 60), (tmp_path / "dashboard.out").read_text()
-        url = f"http://{address()}/"
-        assert address().startswith("127.0.0.1:")
-        driver = _chromium(webdriver)
-        driver.get(url)
+    with _dashboard(run, tmp_path, webdriver) as (driver, port):
+        assert port.startswith("127.0.0.1:")
 
         def page(script):
             return driver.execute_script(script)
@@ -177,12 +161,6 @@ def test_the_dashboard_shows_the_run_live_in_chromium(live_run, tmp_path):
         assert page("return document.getElementById('state-0').textContent") == "finished"
         assert driver.save_screenshot(str(tmp_path / "dashboard.png"))
         assert (tmp_path / "dashboard.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    finally:
-        if driver is not None:
-            driver.quit()
-        server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=30) == 0
-    port = address()
     assert port_is_free(port) and not processes_with(str(run))
 
     done = ding_lite("status", str(run), timeout=60)
@@ -245,6 +223,28 @@ def test_a_league_runs_table_shows_in_status_and_in_chromium(tmp_path):
             pytest.fail(BROWSER_MISSING)
         pytest.skip(BROWSER_MISSING)
     webdriver = pytest.importorskip("selenium.webdriver")
+    with _dashboard(run, tmp_path, webdriver) as (driver, port):
+
+        def members():
+            return driver.execute_script(
+                "return [...document.querySelectorAll('#league-0 tr')]"
+                ".map(r => [r.dataset.member, r.dataset.kind, r.cells[4].textContent])"
+            )
+
+        assert wait_for(lambda: len(members()) == 8, 30), driver.page_source[:2000]
+        assert [m for m, _, _ in members()] == names
+        assert {kind for _, kind, _ in members()} <= {"player", "pool", "retired"}
+        summary = driver.execute_script(
+            "return document.getElementById('league-summary-0').textContent"
+        )
+        assert summary.startswith("pool 7, players 3, matches ") and "exploitability" in summary
+    assert port_is_free(port) and not processes_with(str(run))
+
+
+@contextlib.contextmanager
+def _dashboard(run: Path, tmp_path: Path, webdriver):
+    """``ding-lite dashboard RUN`` on a free port, its page open in headless Chromium:
+    ``(driver, host:port)``; the browser and the server are stopped on the way out."""
     out = open(tmp_path / "dashboard.out", "w")  # noqa: SIM115
     server = subprocess.Popen(
         [sys.executable, "-m", "ding_lite", "dashboard", str(run), "--port", "0"],
@@ -262,23 +262,9 @@ def test_a_league_runs_table_shows_in_status_and_in_chromium(tmp_path):
         assert wait_for(address, 60), (tmp_path / "dashboard.out").read_text()
         driver = _chromium(webdriver)
         driver.get(f"http://{address()}/")
-
-        def members():
-            return driver.execute_script(
-                "return [...document.querySelectorAll('#league-0 tr')]"
-                ".map(r => [r.dataset.member, r.dataset.kind, r.cells[4].textContent])"
-            )
-
-        assert wait_for(lambda: len(members()) == 8, 30), driver.page_source[:2000]
-        assert [m for m, _, _ in members()] == names
-        assert {kind for _, kind, _ in members()} <= {"player", "pool", "retired"}
-        summary = driver.execute_script(
-            "return document.getElementById('league-summary-0').textContent"
-        )
-        assert summary.startswith("pool 7, players 3, matches ") and "exploitability" in summary
+        yield driver, address()
     finally:
         if driver is not None:
             driver.quit()
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=30) == 0
-    assert port_is_free(address()) and not processes_with(str(run))

@@ -5,8 +5,9 @@ computed exactly from the final policies' action probabilities.
 The issue's target is an exploitability of at most 0.05 for the league; it is met on some
 seeds and not on others (docs/league.rst has the figures: the last policy settles where
 the history of the pool puts it). This test guards what holds on every seed measured: the
-league below 0.15, plain self-play above 0.2. bench/league_matrix.py gives the figures
-over several seeds.
+league below 0.15, plain self-play above 0.2, on a third of the experiments' budget (the
+learning rate anneals over it; seed 3: 0.07 against 1.75). bench/league_matrix.py gives
+the figures of the full budget over several seeds.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from ding_lite.envs.matrix_game import PAYOFFS
 from ding_lite.league.matrix import exploitability
 
 SEED = 3  # not one the settings were tuned on (0 and 1); the worst league figure measured
+BUDGET = 100_000  # env steps, a third of the experiments' (the suite's time is bounded)
 
 
 def _final_gap(experiment: str, tmp_path) -> tuple[list[float], float]:
-    run = serial_pipeline(experiment, seed=SEED, exp_dir=str(tmp_path / experiment), verbose=0)
+    run = serial_pipeline(
+        experiment, seed=SEED, exp_dir=str(tmp_path / experiment), max_env_step=BUDGET, verbose=0
+    )
     probs = action_probs(run.model, torch.ones(1, 1))
     return probs, exploitability(PAYOFFS["biased_rps"], probs)
 

@@ -77,29 +77,6 @@ def test_a_league_run_fills_its_pool_and_logs_the_league(tmp_path):
     assert scalars["league/pool_size"][-1][1] == len(pool)
 
 
-@pytest.mark.slow
-def test_a_league_resumed_in_a_new_process_goes_on_exactly(tmp_path):
-    """k iterations straight == j iterations, then a new process resuming to k: the same
-    main and exploiter weights, pool, table, ratings and draws."""
-    k, j = 8, 3
-    straight = _straight(tmp_path, 2, SHORT, k)
-    run = tmp_path / "resumed"
-    cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", "matrix_league_ppo"]
-    cmd += ["--seed", "2", "-q", "--exp-dir", str(run), "--max-train-iter", str(j), *SHORT]
-    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
-    resumed = serial_pipeline(resume=str(run), max_train_iter=k, verbose=0)
-    assert torch.equal(params(straight.model), params(resumed.model))
-    a, b = _league_state(tmp_path / "straight", k), _league_state(run, k)
-    assert a["league"] == b["league"]  # pool, table, ratings, draws, recent scores
-    for mine, theirs in zip(a["exploiters"], b["exploiters"], strict=True):
-        model_a, model_b = mine["policy"]["model"], theirs["policy"]["model"]
-        assert all(torch.equal(model_a[key], model_b[key]) for key in model_a)
-    for name in a["league"]["pool"]:  # the same members, frozen alike
-        left = torch.load(tmp_path / "straight" / "league" / f"{name}.pt", weights_only=True)
-        right = torch.load(run / "league" / f"{name}.pt", weights_only=True)
-        assert all(torch.equal(left["model"][key], right["model"][key]) for key in left["model"])
-
-
 @pytest.mark.parametrize(
     "experiment,overrides,match",
     [
@@ -167,7 +144,8 @@ def test_a_missing_or_damaged_league_table_is_one_line(tmp_path, capsys, text, w
 def test_a_league_interrupted_by_sigint_resumes_as_an_unbroken_run(tmp_path):
     """Ctrl-C lands wherever it lands (often in an exploiter's iteration, the league's part
     of the main player's iteration): the checkpoint it saves holds the iteration whole, and
-    the resumed run ends where an unbroken one does."""
+    the run resumed from it (in another process) ends where an unbroken one does: the same
+    main and exploiter weights, pool files, table, ratings and draws."""
     import signal
     import time
 
@@ -190,4 +168,11 @@ def test_a_league_interrupted_by_sigint_resumes_as_an_unbroken_run(tmp_path):
     straight = _straight(tmp_path, 4, over, k)
     assert torch.equal(params(straight.model), params(resumed.model))
     a, b = _league_state(tmp_path / "straight", k), _league_state(run, k)
-    assert a["league"] == b["league"]
+    assert a["league"] == b["league"]  # pool, table, ratings, draws, recent scores
+    for mine, theirs in zip(a["exploiters"], b["exploiters"], strict=True):
+        model_a, model_b = mine["policy"]["model"], theirs["policy"]["model"]
+        assert all(torch.equal(model_a[key], model_b[key]) for key in model_a)
+    for name in a["league"]["pool"]:  # the same members, frozen alike
+        left = torch.load(tmp_path / "straight" / "league" / f"{name}.pt", weights_only=True)
+        right = torch.load(run / "league" / f"{name}.pt", weights_only=True)
+        assert all(torch.equal(left["model"][key], right["model"][key]) for key in left["model"])

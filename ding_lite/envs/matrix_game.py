@@ -59,7 +59,7 @@ class MatrixGameEnv(TensorVectorEnv):
         seed: int | None = None,
         payoff: str | list[list[float]] = "biased_rps",
     ) -> None:
-        matrix = _payoff(payoff)
+        matrix = payoff_matrix(payoff)
         super().__init__(
             num_envs=num_envs,
             obs_shape=(1,),
@@ -89,7 +89,12 @@ class MatrixGameEnv(TensorVectorEnv):
         return obs, reward, terminated, truncated, info
 
 
-def _payoff(payoff: Any) -> list[list[float]]:
+def payoff_matrix(payoff: Any) -> list[list[float]]:
+    """The matrix a payoff argument names (a key of :data:`PAYOFFS`) or gives, checked.
+
+    Raises:
+        ValueError: an unknown name, or a matrix that is not square and zero-sum symmetric.
+    """
     if isinstance(payoff, str):
         if payoff not in PAYOFFS:
             raise ValueError(f"matrix_game: unknown payoff {payoff!r}; one of {', '.join(PAYOFFS)}")

@@ -19,6 +19,7 @@ import torch
 
 from ding_lite.entry.reporting.league_table import league_status, write_league_table
 from ding_lite.envs.buffered import BufferedEnv, build_collector_env
+from ding_lite.envs.matrix_game import payoff_matrix
 from ding_lite.envs.seats import SeatedEnv
 from ding_lite.league.matrix import exploitability
 from ding_lite.league.table import LeagueError
@@ -164,10 +165,11 @@ class SerialLeague:
 
     def _admit_main(self, train_iter: int) -> None:
         lc, league = self.cfg.league, self.league
-        scores = [league.table.win_rate(MAIN, m) for m in league.active_pool]
         due = train_iter - self.joined_at >= lc.snapshot_every or not league.pool
-        beats = lc.admit_score is not None and scores and min(scores) >= lc.admit_score
-        if due or beats:
+        if not due and lc.admit_score is not None:  # the scores only when they can decide
+            scores = [league.table.win_rate(MAIN, m) for m in league.active_pool]
+            due = bool(scores) and min(scores) >= lc.admit_score
+        if due:
             name = f"main-{train_iter:06d}"
             league.admit(name, self.main_policy.model, rating_of=MAIN)
             self.joined_at = train_iter
@@ -209,7 +211,7 @@ class SerialLeague:
         if self.cfg.env.name != "matrix_game":
             return None
         probs = action_probs(self.main_policy.model, torch.ones(1, 1))
-        return exploitability(_payoff(self.cfg), probs)
+        return exploitability(payoff_matrix(self.cfg.env.kwargs.get("payoff", "biased_rps")), probs)
 
     # --- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -260,10 +262,3 @@ def action_probs(model: Any, obs: torch.Tensor) -> list[float]:
         if rms is not None:
             obs = rms.normalize(obs)
         return model.get_dist(obs).probs[0].tolist()
-
-
-def _payoff(cfg: Any) -> list[list[float]]:
-    from ding_lite.envs.matrix_game import PAYOFFS
-
-    payoff = cfg.env.kwargs.get("payoff", "biased_rps")
-    return PAYOFFS[payoff] if isinstance(payoff, str) else payoff

@@ -18,10 +18,10 @@ from ding_lite.league import LeagueTable
 from ding_lite.league.table import LeagueError
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.file_io import atomic_write_text
+from ding_lite.worker.collector.league_pool import MAIN
 
 TABLE_FILE = "table.json"
 MAX_TABLE_BYTES = 16 * 1024 * 1024
-MAIN = "main"
 
 
 class LeagueFileError(DingLiteError):

@@ -26,9 +26,9 @@ def final_exploitability(
     import torch
 
     from ding_lite import serial_pipeline
-    from ding_lite.entry.pipelines.league_serial import action_probs
     from ding_lite.envs.matrix_game import PAYOFFS
     from ding_lite.league.matrix import exploitability
+    from ding_lite.worker.learner.league_desk import action_probs
 
     start = time.perf_counter()
     run = serial_pipeline(

@@ -137,6 +137,8 @@ class LearnerLink(CoordinatorPart):
             self.logger.warning(f"learner resumed from {loaded}; unreadable: {', '.join(skipped)}")
         self.watchdog.restart_clock()
         self.save("start")
+        if (reached := stop.limit_reached(self.cfg, status.envstep, status.train_iter)) is not None:
+            self.stop_run(reached)  # resumed at its limit (--resume --max-train-iter N): done
         return True
 
     def recover(self, reason: str, blame: bool = True) -> None:

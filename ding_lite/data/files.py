@@ -26,6 +26,7 @@ from ding_lite.utils.paths import UnsafePathError, is_worker_id, resolve_inside,
 
 ROLLOUT_FORMAT = "ding_lite.rollout.v1"
 POLICY_FORMAT = "ding_lite.policy.v1"
+LEAGUE_DIR = "league"  # a league's frozen members, in the run dir: <name>.pt
 _POLICY_RE = re.compile(r"^policy_v(\d+)\.pt$")
 _TEMP_RE = re.compile(r"^\..+\.tmp$")  # how utils.file_io names a write in progress
 
@@ -38,6 +39,7 @@ def write_rollout(
     *,
     policy_version: int,
     episode_returns: list[float] | None = None,
+    league_matches: list[list[Any]] | None = None,
 ) -> dict[str, Any]:
     """Writes one rollout as ``<path_data>/<collector>/<seq>_v<version>_n<samples>.pt``.
 
@@ -48,6 +50,8 @@ def write_rollout(
         data: flat ``[B, ...]`` tensors (moved to the CPU before writing).
         policy_version: the version of the policy that collected the rollout.
         episode_returns: returns of the episodes that finished during the rollout.
+        league_matches: a league's matches that ended during the rollout, ``[opponent,
+            outcome]`` each (left out when None).
 
     Returns:
         ``{"path", "collector", "seq", "policy_version", "size", "created"}`` (JSON-ready;
@@ -67,17 +71,17 @@ def write_rollout(
     size = int(next(iter(cpu.values())).shape[0]) if cpu else 0
     path = Path(path_data) / collector / rollout_name(seq, policy_version, size)
     resolve_inside(path, path_data)
-    atomic_torch_save(
-        {
-            "format": ROLLOUT_FORMAT,
-            "collector": collector,
-            "seq": seq,
-            "policy_version": policy_version,
-            "episode_returns": list(episode_returns or []),
-            "data": cpu,
-        },
-        path,
-    )
+    content = {
+        "format": ROLLOUT_FORMAT,
+        "collector": collector,
+        "seq": seq,
+        "policy_version": policy_version,
+        "episode_returns": list(episode_returns or []),
+        "data": cpu,
+    }
+    if league_matches is not None:
+        content["league_matches"] = league_matches
+    atomic_torch_save(content, path)
     return {
         "path": str(path),
         "collector": collector,
@@ -109,9 +113,16 @@ def policy_file(path_policy: str | Path, version: int) -> Path:
 
 
 def write_policy(
-    path_policy: str | Path, version: int, model_state: dict[str, torch.Tensor], keep: int = 3
+    path_policy: str | Path,
+    version: int,
+    model_state: dict[str, torch.Tensor],
+    keep: int = 3,
+    league_sheet: dict[str, float] | None = None,
 ) -> Path:
     """Publishes a policy version atomically, then prunes older versions.
+
+    ``league_sheet``: in a league, the probability of each opponent the collectors draw
+    while they act with this version (see :func:`read_policy_sheet`).
 
     Only versions older than ``version`` are pruned, so that of ``version`` and the older
     ones the newest ``keep`` stay; the version just published is never deleted, and newer
@@ -119,7 +130,10 @@ def write_policy(
     """
     path = policy_file(path_policy, version)
     state = {key: value.detach().cpu() for key, value in model_state.items()}
-    atomic_torch_save({"format": POLICY_FORMAT, "version": version, "model": state}, path)
+    content: dict[str, Any] = {"format": POLICY_FORMAT, "version": version, "model": state}
+    if league_sheet is not None:
+        content["league_sheet"] = dict(league_sheet)
+    atomic_torch_save(content, path)
     older = sorted(v for v in policy_versions(path_policy) if v < version)
     for old in older[: max(len(older) - max(keep - 1, 0), 0)]:
         policy_file(path_policy, old).unlink(missing_ok=True)
@@ -179,10 +193,69 @@ def read_policy(path: str | Path) -> tuple[int, dict[str, torch.Tensor]]:
     Raises:
         CheckpointError: missing, unreadable or not a policy file.
     """
+    content = _policy_content(path)
+    return int(content["version"]), content["model"]
+
+
+def read_policy_sheet(path: str | Path) -> tuple[int, dict[str, Any], dict[str, float] | None]:
+    """Reads a published policy: ``(version, model state dict, league sheet)``; the sheet
+    is None when the file has none, and checked when it has one (member names, finite
+    probabilities that sum to 1).
+
+    Raises:
+        CheckpointError: missing, unreadable or not a policy file, or a malformed sheet.
+    """
+    content = _policy_content(path)
+    sheet = content.get("league_sheet")
+    if sheet is not None:
+        ok = isinstance(sheet, dict) and 0 < len(sheet) <= 4096
+        ok = ok and all(
+            is_worker_id(k) and isinstance(v, float) and v >= 0 for k, v in sheet.items()
+        )
+        if not (ok and abs(sum(sheet.values()) - 1.0) < 1e-6):
+            raise CheckpointError(f"{path} holds a malformed league sheet")
+    return int(content["version"]), content["model"], sheet
+
+
+def _policy_content(path: str | Path) -> dict[str, Any]:
     content = safe_torch_load(path)
     if not isinstance(content, dict) or content.get("format") != POLICY_FORMAT:
         raise CheckpointError(f"{path} is not a ding_lite policy file")
-    return int(content["version"]), content["model"]
+    return content
+
+
+def member_path(folder: str | Path, name: str) -> Path:
+    """The file of the league member ``name`` in ``folder`` (a bad name: CheckpointError)."""
+    if not is_worker_id(name):
+        raise CheckpointError(f"{name!r:.80} cannot name a league member")
+    return Path(folder) / f"{name}.pt"
+
+
+def write_member(folder: str | Path, name: str, model_state: dict[str, torch.Tensor]) -> Path:
+    """Freezes ``model_state`` as the league member ``name`` (written atomically)."""
+    path = member_path(folder, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {key: value.detach().cpu().clone() for key, value in model_state.items()}
+    atomic_torch_save({"league_member": name, "model": state}, path)
+    return path
+
+
+def read_member(folder: str | Path, name: str) -> dict[str, torch.Tensor]:
+    """The model state of the league member ``name`` (read ``weights_only``).
+
+    Raises:
+        CheckpointError: one line: missing, unreadable, or not that member's file.
+    """
+    path = member_path(folder, name)
+    try:
+        saved = safe_torch_load(path)
+    except CheckpointError as err:
+        raise CheckpointError(f"league member {name!r}: {err}") from None
+    if not (isinstance(saved, dict) and saved.get("league_member") == name):
+        raise CheckpointError(f"{path} is not the league member {name!r}")
+    if not isinstance(saved.get("model"), dict):
+        raise CheckpointError(f"{path} holds no model")
+    return saved["model"]
 
 
 def policy_versions(path_policy: str | Path) -> list[int]:

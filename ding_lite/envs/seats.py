@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.base import StepResult, TensorVectorEnv
+from ding_lite.envs.buffered import BufferedEnv
 
 
 class Opponent(Protocol):
@@ -173,3 +174,11 @@ def _agent0(key: str, value: Any) -> Any:
     if key in ("return", "outcome") and isinstance(value, Tensor) and value.dim() > 1:
         return value[:, 0]
     return value
+
+
+def seat(env: Any, seating: Seating) -> Any:
+    """``env`` (or each group of a :class:`~ding_lite.envs.buffered.BufferedEnv`) seated
+    with ``seating``."""
+    if isinstance(env, BufferedEnv):
+        return BufferedEnv([SeatedEnv(group, seating) for group in env.groups])
+    return SeatedEnv(env, seating)

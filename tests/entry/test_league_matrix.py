@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from ding_lite import serial_pipeline
-from ding_lite.entry.pipelines.league_serial import action_probs
 from ding_lite.envs.matrix_game import PAYOFFS
 from ding_lite.league.matrix import exploitability
+from ding_lite.worker.learner.league_desk import action_probs
 
 SEED = 3  # not one the settings were tuned on (0 and 1); the worst league figure measured
 BUDGET = 100_000  # env steps, a third of the experiments' (the suite's time is bounded)

@@ -67,7 +67,10 @@ def test_a_damaged_or_foreign_member_file_is_one_line(tmp_path):
     league.admit("main-000001", league.main_model, rating_of=MAIN)
     path = tmp_path / "league" / "main-000001.pt"
     path.write_bytes(b"not a zip")
-    with pytest.raises(CheckpointError, match="cannot be read") as err:
+    with pytest.raises(
+        CheckpointError,
+        match="league member .main-000001.: cannot read checkpoint .*not a torch tensor file",
+    ) as err:
         league.opponent("main-000001")
     assert "\n" not in str(err.value)
     torch.save({"league_member": "someone-else", "model": {}}, path)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ding_lite.coordinator.state import STARTING
+from ding_lite.entry.reporting.league_table import league_status_of_run
 from ding_lite.utils.stop import INTERRUPTED, SUCCESS_REASONS
 
 RATE_WINDOW_S = 10.0  # the status SPS is over about this many recent seconds
@@ -144,6 +145,7 @@ def parallel_snapshot(get_coordinator: Callable[[], Any], master: Any) -> Callab
             "waiting_on": "" if st.stop_reason else c.waiting_on(),
             "stop_reason": st.stop_reason,
             "stop_detail": st.stop_detail,
+            "league": league_status_of_run(c.cfg.exp_dir) if c.cfg.league.enabled else None,
         }
 
     return snapshot

@@ -23,6 +23,7 @@ from ding_lite.entry.run.lifecycle import RunDir, resumable, shared_folders, tid
 from ding_lite.entry.run.options import RunOptions, compile_run_config, run_env_modules
 from ding_lite.entry.run.result import summary
 from ding_lite.interaction import generate_token
+from ding_lite.league.book import check_parallel_league
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger, setup_file_logging
 from ding_lite.utils.stop import RunInterrupted, interrupted_by, sigterm_interrupts
@@ -56,6 +57,7 @@ def compile_parallel_config(cfg: str | Mapping | None, *args: Any, **options: An
             f"system.learners={ranks}: policy.learn.batch_size={cfg.policy.learn.batch_size} "
             "must split into equal parts, one per learner rank"
         )
+    check_parallel_league(cfg)
     return cfg
 
 

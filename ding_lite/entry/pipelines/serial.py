@@ -10,7 +10,7 @@ from typing import Any
 
 from ding_lite.entry.live.snapshots import final_state, serial_snapshot
 from ding_lite.entry.live.status_file import StatusWriter
-from ding_lite.entry.pipelines.league_serial import LeagueHook, SerialLeague
+from ding_lite.entry.pipelines.league_serial import SerialLeague
 from ding_lite.entry.reporting.progress import Progress
 from ding_lite.entry.run.lifecycle import RESULT_FILE, RunDir
 from ding_lite.entry.run.options import RunOptions, compile_run_config, run_env_modules
@@ -136,8 +136,7 @@ class SerialRun:
         if cfg.league.enabled:  # agent 0 learns, agent 1 is the league's (docs/league.rst)
             self.league = SerialLeague(cfg, run_dir.path, policy=self.policy, env=self.env)
             self.env = self.league.seat_main(self.env)
-            self.learner.register_state("league", self.league)
-            self.learner.register_hook(LeagueHook(self.league))  # before the checkpoint hook
+            self.league.attach(self.learner)  # its hook runs before the checkpoint hook
         self.collector = SerialCollector.from_config(self.env, self.policy, cfg, cfg.seed)
         self.learner.register_state("collector", self.collector)
         self.best = BestEval(self.learner.ckpt_dir)

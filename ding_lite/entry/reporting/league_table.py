@@ -12,35 +12,19 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from ding_lite.league import LeagueTable
+from ding_lite.league.book import MAIN, TABLE_FILE
 from ding_lite.league.table import LeagueError
 from ding_lite.utils.errors import DingLiteError
-from ding_lite.utils.file_io import atomic_write_text
-from ding_lite.worker.collector.league_pool import MAIN
 
-TABLE_FILE = "table.json"
 MAX_TABLE_BYTES = 16 * 1024 * 1024
 
 
 class LeagueFileError(DingLiteError):
     """A league table file that is missing or does not read as one (one line)."""
-
-
-def write_league_table(folder: Path, league: Any, iteration: int, gap: float | None) -> None:
-    """Writes the table of ``league`` (a ``League``) after ``iteration`` (atomically)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    doc = {
-        "iteration": iteration,
-        "table": league.table.state(),
-        "pool": list(league.pool),
-        "active": list(league.active_pool),
-        "players": dict(league.players),
-        "matches": league.matches,
-        "exploitability": gap,
-    }
-    atomic_write_text(json.dumps(doc, sort_keys=True) + "\n", folder / TABLE_FILE, durable=False)
 
 
 def read_league_table(run_dir: str | Path) -> tuple[dict[str, Any], LeagueTable]:
@@ -76,6 +60,9 @@ def _check(doc: dict[str, Any], table: LeagueTable) -> None:
             raise ValueError("the pool names members the table does not know")
     if not (isinstance(players, dict) and all(p in known for p in players)):
         raise ValueError("the players are not in the table")
+    matches = doc.get("matches", 0)
+    if not (isinstance(matches, int) and not isinstance(matches, bool) and matches >= 0):
+        raise ValueError("matches is not a count")
     gap = doc.get("exploitability")
     if gap is not None and not (isinstance(gap, int | float) and math.isfinite(gap)):
         raise ValueError("exploitability is not a number")
@@ -104,6 +91,23 @@ def league_status(league: Any, gap: float | None, top: int = 8) -> dict[str, Any
             for name in ranked
         ],
     }
+
+
+def league_status_of_run(run_dir: str | Path) -> dict[str, Any] | None:
+    """status.json's ``league`` section from the run's ``league/table.json`` (a parallel
+    run's learner writes it); None while there is none, or while it does not read."""
+    try:
+        doc, table = read_league_table(run_dir)
+    except LeagueFileError:
+        return None
+    book = SimpleNamespace(
+        table=table,
+        players=doc["players"],
+        pool=doc["pool"],
+        active_pool=doc.get("active", doc["pool"]),
+        matches=doc.get("matches", 0),
+    )
+    return league_status(book, doc.get("exploitability"))
 
 
 def _kind(name: str, players: Any, pool: Any) -> str:

@@ -1,41 +1,42 @@
-"""The league a collector's copies play in: players, the pool of frozen snapshots, who meets
-whom, and the table every match's outcome moves.
+"""The models of a league: the serial run's :class:`League` (the book of
+:mod:`ding_lite.league.book` with each player's model and the pool's frozen members), and
+the seatings that put them in a collector's copies (the env side,
+:class:`~ding_lite.envs.seats.SeatedEnv`):
 
-A *player* learns (the ``main`` player, the run's own policy; exploiters, policies of
-their own); a *member* is anyone a player can meet: the pool's frozen snapshots, each a
-model file in the run's ``league/`` folder, and the ``main`` player itself (self-play and
-the exploiters' matches). Each player seats its collector's copies through a
-:class:`PlayerSeating` (the env side, :class:`~ding_lite.envs.seats.SeatedEnv`):
+- :class:`PlayerSeating`: one player of a serial run's league, drawn by its book;
+- :class:`SheetSeating`: a parallel run's collector, drawing from the *sheet* its learner
+  publishes with each policy and handing the matches' outcomes back in its rollouts.
 
-- ``main``: the :class:`~ding_lite.league.Matchmaker`'s draw over the pool (self-play,
-  PFSP, checks of old members);
-- a ``main_exploiter``: always the current ``main``;
-- a ``league_exploiter``: PFSP over the pool (the current ``main`` while it is empty).
-
-Snapshots are read with ``weights_only=True`` and must fit the main model; a file that does
-not is a one-line :class:`~ding_lite.utils.errors.CheckpointError`.
+Members are read with ``weights_only=True`` (:func:`~ding_lite.data.files.read_member`) and
+must fit the main model; a file that does not is a one-line
+:class:`~ding_lite.utils.errors.CheckpointError`.
 """
 
 from __future__ import annotations
 
 import copy
-import re
-from collections import OrderedDict, deque
+import random
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from ding_lite.league import LeagueTable, Matchmaker
+from ding_lite.data.files import LEAGUE_DIR, read_member, write_member
+from ding_lite.envs.seats import seat
+from ding_lite.league.book import MAIN, LeagueBook
 from ding_lite.league.table import LeagueError
-from ding_lite.utils.errors import CheckpointError
-from ding_lite.utils.file_io import atomic_torch_save
+from ding_lite.utils.errors import CheckpointError, ConfigError
 
-MAIN = "main"
-ROLES = ("main", "main_exploiter", "league_exploiter")
-LEAGUE_DIR = "league"
-_SNAPSHOT_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+__all__ = [
+    "MAIN",
+    "League",
+    "PlayerSeating",
+    "PolicyOpponent",
+    "SheetSeating",
+    "seat_for_league",
+]
 CACHED_MODELS = 256  # frozen members kept loaded at once (least recently used go)
 
 
@@ -59,8 +60,49 @@ class PolicyOpponent:
         return action
 
 
-class League:
-    """Players, pool, matchmaking and table of one run (see the module's description).
+class Members:
+    """Opponents by name: live players' models as they learn, the pool's frozen members
+    read from ``folder`` on first use (the newest :data:`CACHED_MODELS` kept loaded).
+
+    Args:
+        folder: where the members' files live (``<run dir>/league``).
+        template: a model of the run's kind (members are loaded into copies of it).
+        live: name -> a live model (``main``, exploiters).
+    """
+
+    def __init__(self, folder: Path, template: nn.Module, live: dict[str, nn.Module]) -> None:
+        self.folder = Path(folder)
+        self.template = template
+        self.live = live
+        self._loaded: OrderedDict[str, PolicyOpponent] = OrderedDict()
+
+    def get(self, name: str) -> PolicyOpponent:
+        if name in self.live:
+            return PolicyOpponent(self.live[name])
+        if name in self._loaded:
+            self._loaded.move_to_end(name)
+            return self._loaded[name]
+        model = copy.deepcopy(self.template)
+        try:
+            model.load_state_dict(read_member(self.folder, name))
+        except (RuntimeError, KeyError, TypeError) as err:
+            first = str(err).strip().splitlines()[0]
+            raise CheckpointError(
+                f"league member {name!r} does not fit the model: {first}"
+            ) from None
+        opponent = PolicyOpponent(model.eval().requires_grad_(False))
+        self._loaded[name] = opponent
+        while len(self._loaded) > CACHED_MODELS:
+            self._loaded.popitem(last=False)
+        return opponent
+
+    def clear(self) -> None:
+        self._loaded.clear()
+
+
+class League(LeagueBook):
+    """A serial run's league: the book of :mod:`ding_lite.league.book` with the players'
+    models and the pool's member files.
 
     Args:
         cfg: the run's ``league`` config section.
@@ -70,175 +112,41 @@ class League:
     """
 
     def __init__(self, cfg: Any, folder: Path, main_model: nn.Module, seed: int) -> None:
-        self.cfg = cfg
+        super().__init__(cfg, seed)
         self.folder = Path(folder)
         self.main_model = main_model
-        self.table = LeagueTable(cfg.elo_k)
-        self.table.add(MAIN)
-        shares = dict(cfg.shares)
-        self.matchmaker = Matchmaker(self.table, shares, cfg.weighting, seed)
-        self._exploiter_draws = Matchmaker(self.table, {"pfsp": 1.0}, cfg.weighting, seed + 1)
-        #: Frozen members, in joining order.
-        self.pool: list[str] = []
-        #: Live players: name -> role.
-        self.players: dict[str, str] = {MAIN: "main"}
-        #: Each player's recent outcomes against non-self opponents (+1 / 0 / -1).
-        self.recent: dict[str, deque[float]] = {MAIN: deque(maxlen=cfg.window)}
-        self.matches = 0  # matches booked in all (self-play included)
-        self._live: dict[str, nn.Module] = {MAIN: main_model}
-        self._loaded: OrderedDict[str, PolicyOpponent] = OrderedDict()
+        self.members = Members(self.folder, main_model, {MAIN: main_model})
 
-    # --- players -----------------------------------------------------------------------
-    def add_player(self, name: str, role: str, model: nn.Module) -> None:
+    def add_player(self, name: str, role: str, model: nn.Module) -> None:  # type: ignore[override]
         """A live player (an exploiter) with its model; its table entry starts as main's."""
-        if role not in ROLES:
-            raise LeagueError(f"unknown league role {role!r}; one of {', '.join(ROLES)}")
-        self.table.add(name, self.table.ratings[MAIN])
-        self.players[name] = role
-        self.recent[name] = deque(maxlen=self.cfg.window)
-        self._live[name] = model
+        super().add_player(name, role)
+        self.members.live[name] = model
 
     def rename_player(self, old: str, new: str) -> None:
-        """A player's next generation (an exploiter after its reset) under a new name, in
-        its place among the players (a saved league matches players by place)."""
-        self.table.add(new, self.table.ratings[MAIN])
-
-        def renamed(mapping: dict[str, Any], value: Any) -> dict[str, Any]:
-            return {new if k == old else k: value if k == old else v for k, v in mapping.items()}
-
-        self.players = renamed(self.players, self.players[old])
-        self._live = renamed(self._live, self._live[old])
-        self.recent = renamed(self.recent, deque(maxlen=self.cfg.window))
-
-    def recent_score(self, player: str) -> float | None:
-        """The player's mean score (1 win, 0.5 draw, 0 loss) over its recent matches."""
-        recent = self.recent[player]
-        if not recent:
-            return None
-        return sum((x + 1.0) / 2.0 for x in recent) / len(recent)
-
-    # --- seats ---------------------------------------------------------------------------
-    def pick(self, player: str, count: int = 1) -> list[str]:
-        """The opponents of ``player``'s next ``count`` matches (see the module's
-        description)."""
-        role = self.players[player]
-        active = self.active_pool
-        if role == "main_exploiter" or (role == "league_exploiter" and not active):
-            return [MAIN] * count
-        draws = self._exploiter_draws if role == "league_exploiter" else self.matchmaker
-        return [name for name, _ in draws.opponents(player, active, count)]
-
-    @property
-    def active_pool(self) -> list[str]:
-        """The members drawn as opponents: the newest ``pool_limit`` (0: all)."""
-        limit = self.cfg.pool_limit
-        return self.pool[-limit:] if limit else list(self.pool)
-
-    def report(self, player: str, opponent: str, outcome: float) -> None:
-        """Books a match of ``player`` against ``opponent`` (``outcome`` from the player's
-        side); self-play counts, but moves no table entry."""
-        self.matches += 1
-        if opponent == player:
-            return
-        outcome = min(max(outcome, -1.0), 1.0)
-        self.table.record(player, opponent, (outcome + 1.0) / 2.0)
-        self.recent[player].append(outcome)
+        super().rename_player(old, new)
+        self.members.live = {new if k == old else k: v for k, v in self.members.live.items()}
 
     def opponent(self, name: str) -> PolicyOpponent:
         """The member or live player ``name`` as an opponent."""
-        if name in self._live:
-            return PolicyOpponent(self._live[name])
-        if name in self._loaded:
-            self._loaded.move_to_end(name)
-            return self._loaded[name]
-        if name not in self.pool:
+        if name not in self.members.live and name not in self.pool:
             raise LeagueError(f"{name!r} is not a member of the league")
-        opponent = PolicyOpponent(self._read_snapshot(name))
-        self._loaded[name] = opponent
-        while len(self._loaded) > CACHED_MODELS:
-            self._loaded.popitem(last=False)
-        return opponent
+        return self.members.get(name)
 
-    # --- the pool ------------------------------------------------------------------------
     def admit(self, name: str, model: nn.Module, rating_of: str) -> None:
         """Freezes ``model`` as the pool member ``name`` (its file written atomically), rated
         as ``rating_of`` is now."""
-        if not _SNAPSHOT_RE.fullmatch(name) or name in self.pool or name in self.players:
+        if name in self.pool or name in self.players:
             raise LeagueError(f"cannot admit {name!r}: a bad or taken name")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-        atomic_torch_save({"league_member": name, "model": state}, self._path(name))
-        self.table.add(name, self.table.ratings[rating_of])
-        self.pool.append(name)
-
-    def _path(self, name: str) -> Path:
-        return self.folder / f"{name}.pt"
-
-    def _read_snapshot(self, name: str) -> nn.Module:
-        path = self._path(name)
-        try:
-            saved = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as err:  # noqa: BLE001 - any unreadable file is one line
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            raise CheckpointError(f"league member {path} cannot be read: {first}") from None
-        if not (isinstance(saved, dict) and saved.get("league_member") == name):
-            raise CheckpointError(f"{path} is not the league member {name!r}")
-        model = copy.deepcopy(self.main_model)
-        try:
-            model.load_state_dict(saved["model"])
-        except (RuntimeError, KeyError, TypeError) as err:
-            first = str(err).strip().splitlines()[0]
-            raise CheckpointError(f"league member {path} does not fit the model: {first}") from None
-        return model.eval().requires_grad_(False)
-
-    # --- state ---------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        """Table, draws, pool, players and recent outcomes (plain values)."""
-        return {
-            "table": self.table.state(),
-            "matchmaker": self.matchmaker.state(),
-            "exploiter_draws": self._exploiter_draws.state(),
-            "pool": list(self.pool),
-            "players": dict(self.players),
-            "recent": {name: list(values) for name, values in self.recent.items()},
-            "matches": self.matches,
-        }
+        write_member(self.folder, name, model.state_dict())
+        self.join(name, rating_of)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Takes back :meth:`state_dict`: checked whole, then applied (live players keep
-        their models, matched by role in the saved order).
-
-        Raises:
-            LeagueError: the state does not fit this league (nothing is changed).
-        """
-        try:
-            table = LeagueTable.from_state(state["table"])
-            pool, players, recent = state["pool"], state["players"], state["recent"]
-            matchmaker = Matchmaker(table, dict(self.cfg.shares), self.cfg.weighting)
-            matchmaker.load_state(state["matchmaker"])
-            draws = Matchmaker(table, {"pfsp": 1.0}, self.cfg.weighting)
-            draws.load_state(state["exploiter_draws"])
-            matches = int(state["matches"])
-        except (KeyError, TypeError, ValueError) as err:
-            raise LeagueError(f"not a league state: {err}") from None
-        known = set(table.members)
-        if not (isinstance(pool, list) and all(name in known for name in pool)):
-            raise LeagueError("the league state's pool names members the table does not know")
-        if not isinstance(players, dict) or [*players.values()] != [*self.players.values()]:
-            raise LeagueError(
-                f"the league state's players {players!r:.120} do not fit this run's roles"
-            )
-        if set(players) - known or set(recent) != set(players):
-            raise LeagueError("the league state's players are not in its table")
-        models = list(self._live.values())
-        self.table, self.matchmaker, self._exploiter_draws = table, matchmaker, draws
-        self.pool, self.players, self.matches = list(pool), dict(players), matches
-        self.recent = {
-            name: deque((float(x) for x in recent[name]), maxlen=self.cfg.window)
-            for name in players
-        }
-        self._live = dict(zip(players, models, strict=True))
-        self._loaded.clear()
+        """Takes back :meth:`state_dict` (live players keep their models, matched by role
+        in the saved order); raises LeagueError with nothing changed."""
+        models = list(self.members.live.values())
+        super().load_state_dict(state)
+        self.members.live = dict(zip(self.players, models, strict=True))
+        self.members.clear()
 
 
 class PlayerSeating:
@@ -256,3 +164,58 @@ class PlayerSeating:
 
     def report(self, name: str, outcome: float) -> None:
         self.league.report(self.player, name, outcome)
+
+
+class SheetSeating:
+    """A parallel run's collector's :class:`~ding_lite.envs.seats.Seating`: opponents drawn
+    from the sheet the learner publishes with each policy (``{name: probability}``, the
+    main player's own name for self-play with the collector's current policy), the pool's
+    members read from the run's league folder, and each match's outcome kept for the next
+    rollout file (:meth:`drain`), whose learner books it.
+
+    Args:
+        folder: the run's league folder.
+        model: the collector's live model (``main``).
+        seed: the draws' seed.
+    """
+
+    def __init__(self, folder: Path, model: nn.Module, seed: int) -> None:
+        self.members = Members(folder, model, {MAIN: model})
+        self.rng = random.Random(seed)
+        self._sheet: dict[str, float] = {MAIN: 1.0}
+        self._matches: list[list[Any]] = []
+
+    def follow(self, sheet: dict[str, float] | None) -> None:
+        """Draws from ``sheet`` from now on (None: self-play only); called by the
+        collection loop as it swaps in the policy the sheet came with."""
+        self._sheet = dict(sheet) if sheet else {MAIN: 1.0}
+
+    def pick(self, count: int) -> list[str]:
+        return self.rng.choices(list(self._sheet), list(self._sheet.values()), k=count)
+
+    def opponent(self, name: str) -> PolicyOpponent:
+        return self.members.get(name)
+
+    def report(self, name: str, outcome: float) -> None:
+        self._matches.append([name, float(outcome)])
+
+    def drain(self) -> list[list[Any]]:
+        """The matches that ended since the last call, ``[opponent, outcome]`` each."""
+        matches, self._matches = self._matches, []
+        return matches
+
+
+def seat_for_league(cfg: Any, env: Any, model: nn.Module, seed: int) -> tuple[Any, Any]:
+    """A parallel run's collector env: ``(env seated, its SheetSeating)`` with
+    ``league.enabled`` (the pool read from ``<exp_dir>/league``), else ``(env, None)``.
+
+    Raises:
+        ConfigError: the env does not have two agents a copy.
+    """
+    if not cfg.league.enabled:
+        return env, None
+    seating = SheetSeating(Path(cfg.exp_dir) / LEAGUE_DIR, model, seed)
+    try:
+        return seat(env, seating), seating
+    except ValueError as err:
+        raise ConfigError(str(err)) from None

@@ -289,3 +289,17 @@ def sort_hooks(hooks: list[LearnerHook]) -> dict[str, list[LearnerHook]]:
     for hook in hooks:
         grouped[hook.position].append(hook)
     return {pos: sorted(grouped[pos], key=lambda h: h.priority) for pos in POSITIONS}
+
+
+class CallbackHook(LearnerHook):
+    """Calls ``callback(engine)``: how the comm learner hands its publish step to the
+    learner, and a league its bookkeeping."""
+
+    default_priority = 90  # after logging and checkpoints
+
+    def __init__(self, name: str, priority: float | None = None, *, position: str, callback):
+        super().__init__(name, priority, position=position)
+        self._callback = callback
+
+    def __call__(self, engine: Any) -> None:
+        self._callback(engine)

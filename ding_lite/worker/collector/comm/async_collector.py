@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ding_lite.data.files import read_policy, write_rollout
+from ding_lite.data.files import read_policy_sheet, write_rollout
 from ding_lite.utils.log import get_logger
 from ding_lite.worker.collector.serial_collector import SerialCollector
 
@@ -44,6 +44,10 @@ class AsyncCollector:
             stale, and a run that ended meanwhile would find files written after its close).
         deliver: takes each written file's metadata instead of the outbox (the http data
             plane sends it to the learner first, then hands it to :meth:`report_file`).
+        league: a league's seating of the env's copies (a
+            :class:`~ding_lite.worker.collector.league_pool.SheetSeating`): it follows the
+            draw sheet of each policy swapped in, and each rollout file carries the matches
+            that ended in it.
     """
 
     def __init__(
@@ -59,6 +63,7 @@ class AsyncCollector:
         sync: bool = False,
         out_of_reach: Callable[[], str] | None = None,
         deliver: Callable[[dict[str, Any]], None] | None = None,
+        league: Any = None,
     ) -> None:
         self.collector = collector
         # A stream of its own, so that a learner holding back unfinished episodes tells this
@@ -75,7 +80,8 @@ class AsyncCollector:
         self._unconsumed: list[Path] = []  # written files the learner has not deleted yet
         self._returns: list[float] = []
         self._outcomes: list[float] = []
-        self._pending_policy: tuple[int, dict[str, Any], float] | None = None
+        self._pending_policy: tuple[int, dict[str, Any], float, Any] | None = None
+        self.league = league
         self._sync_latency: list[float] = []
         self._evals: list[dict[str, Any]] = []
         self._on_policy = on_policy
@@ -128,7 +134,7 @@ class AsyncCollector:
         """
         if not self.wants(version, rollback):
             return  # a late sync (e.g. delivered after a cut link): its file may be gone
-        file_version, state = read_policy(path)
+        file_version, state, sheet = read_policy_sheet(path)
         if file_version != version:
             raise ValueError(f"{path} holds policy version {file_version}, not {version}")
         with self._lock:
@@ -136,7 +142,7 @@ class AsyncCollector:
             newest = pending[0] if pending is not None else self.policy_version
             first = pending is None and not self._loaded_any
             if rollback or version > newest or first:
-                self._pending_policy = (version, state, published_at or time.time())
+                self._pending_policy = (version, state, published_at or time.time(), sheet)
             if rollback:
                 self._pending_rollback = True  # sync: goes ahead whatever its version
 
@@ -221,8 +227,10 @@ class AsyncCollector:
             self._pending_rollback = False
         if pending is None:
             return False
-        version, state, published_at = pending
+        version, state, published_at, sheet = pending
         self.policy.collect_mode.load_state_dict({"model": state})
+        if self.league is not None:
+            self.league.follow(sheet)
         self.policy_version, self._loaded_any = version, True
         if record_latency:
             with self._lock:
@@ -279,6 +287,7 @@ class AsyncCollector:
                     data,
                     policy_version=self.policy_version,
                     episode_returns=self.collector.last_returns,
+                    league_matches=self.league.drain() if self.league is not None else None,
                 )
                 self._seq += 1
                 if self.sync:

@@ -29,6 +29,7 @@ from ding_lite.worker.collector.comm.async_collector import AsyncCollector
 from ding_lite.worker.collector.comm.sender import DataPlaneSender
 from ding_lite.worker.collector.eval_video import EvalVideo
 from ding_lite.worker.collector.evaluator import Evaluator
+from ding_lite.worker.collector.league_pool import seat_for_league
 from ding_lite.worker.collector.serial_collector import SerialCollector
 
 EVAL_SEED_OFFSET = 1_000_003
@@ -128,6 +129,7 @@ class FlaskFileSystemCollector:
         policy = create_policy(
             cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space, device=device
         )
+        env, seating = seat_for_league(cfg, env, policy.model, seed)
         collector = SerialCollector.from_config(env, policy, cfg, seed)
         self._device, self._policy = device, policy
         path_data = Path(cfg.system.path_data or Path(cfg.exp_dir) / "data")
@@ -148,6 +150,7 @@ class FlaskFileSystemCollector:
             sync=cfg.system.sync_collect,
             out_of_reach=self._out_of_reach,
             deliver=self._sender.submit if self._sender is not None else None,
+            league=seating,
         )
         try:
             if data.get("evaluate"):

@@ -45,6 +45,7 @@ from ding_lite.worker.learner.comm.intake import (
 from ding_lite.worker.learner.comm.ranks import RankLeader, build_policy
 from ding_lite.worker.learner.comm.repeats import SAME, AnswerBook, start_again
 from ding_lite.worker.learner.comm.training_thread import CallbackHook, TrainingThread
+from ding_lite.worker.learner.league_desk import LeagueDesk
 from ding_lite.worker.learner.learner_hook import LearnerHook, LoadCkptHook
 
 # Stops the learner asks for that are failures of the run (reported as its stop_reason).
@@ -60,8 +61,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
     Args:
         worker_id: this learner's id.
         device: overrides the config's device for this worker ("cpu", "cuda", ...).
-        slave_factory: builds the transport from ``(handlers)``; None serves nothing (the
-            handlers are called directly, as tests do).
+        slave_factory: builds the transport from the handlers (None: called directly).
     """
 
     def __init__(
@@ -82,6 +82,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._best: BestPolicyWriter | None = None  # ckpt/best.pt, from start_task on
         self._home: HomeLink | None = None  # http plane: checkpoints to and from home
         self._published: Path | None = None  # the policy file send_policy wrote last
+        self._league: LeagueDesk | None = None  # league.enabled: the main player's side
         self._learn_lock = threading.Lock()  # learn tasks run one at a time
         self._answers = AnswerBook()  # a learn task asked again gets the same answer
         self._started_with: dict[str, Any] | None = None  # the start task of this run
@@ -120,6 +121,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             self._require_learner().train_iter,
             state_dict,
             keep=self.cfg.system.keep_policies,
+            league_sheet=self._league.sheet() if self._league else None,
         )
 
     def send_learn_info(self, learn_info: dict[str, Any]) -> None:
@@ -195,6 +197,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
                 "tb_logger": tb_logger,
             }
         )
+        self._league = LeagueDesk.for_learner(cfg, exp_dir, self.policy, learner, probe.num_agents)
         learner.call_hook("before_run")  # a resume loads its checkpoint here, before v0 goes out
         resumed = any(isinstance(h, LoadCkptHook) for h in learner.hooks["before_run"])
         # Versions newer than the one about to go out were published after the checkpoint
@@ -211,12 +214,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._best = BestPolicyWriter(
             learner.ckpt_dir, self.path_policy, self.policy.arch, self._logger
         )
-        path = write_policy(
-            self.path_policy,
-            learner.train_iter,
-            self.policy.model.state_dict(),
-            keep=cfg.system.keep_policies,
-        )
+        self.send_policy(self.policy.model.state_dict())
         if self.leader is not None:  # the other ranks build the run and take these weights
             loaded = learner.loaded_checkpoint
             self.leader.start_run(
@@ -233,7 +231,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             f"training {cfg.exp_name} on {self.device}, {batch} samples per iteration"
             + (f", resumed from iteration {learner.train_iter}" if resumed else "")
         )
-        self._published, self._started_with = path, data
+        self._started_with = data
         self._resumed_from = learner.train_iter if resumed else None
         return self._start_answer()
 
@@ -301,6 +299,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
                 rejected_dir=self.rejected_dir,
                 logger=self._logger,
             )
+            if self._league is not None:
+                self._league.book_all(intake.matches)  # the matches the files carried
             learner.envstep = envstep
             if not intake.batches:
                 return self._info(intake)

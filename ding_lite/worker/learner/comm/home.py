@@ -17,8 +17,7 @@ from typing import Any
 
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.paths import BEST_CKPT, CKPT_GLOB, parse_ckpt_name
-from ding_lite.worker.learner.comm.training_thread import CallbackHook
-from ding_lite.worker.learner.learner_hook import LearnerHook
+from ding_lite.worker.learner.learner_hook import CallbackHook, LearnerHook
 
 HOME_HOOK_PRIORITY = 95  # after the checkpoint hooks (and the publish step, 90)
 

@@ -34,6 +34,9 @@ class Intake:
     )
     batches: list[dict[str, torch.Tensor]] = field(default_factory=list)
     lags: list[int] = field(default_factory=list)
+    #: ``(file, its league matches)`` of each valid file that carried some, stale ones
+    #: included (the matches were played all the same), rolled-back ones not.
+    matches: list[tuple[str, Any]] = field(default_factory=list)
 
     @property
     def dropped(self) -> int:
@@ -103,6 +106,8 @@ def take_rollouts(
         _delete(path, logger)
         collected = int(content["policy_version"])
         lag = version - collected
+        if lag >= 0 and content.get("league_matches") is not None:
+            intake.matches.append((given, content["league_matches"]))
         if lag < 0:
             intake.outcome["dropped_rollback"].append(given)
             logger.warning(

@@ -65,7 +65,8 @@ def build_policy(cfg: Any, device_override: str | None = None) -> tuple[Any, Any
     # One reset group of copies (one copy without groups): what the shapes come from.
     probe = build_env(cfg, cfg.env.reset_group_size, "cpu", cfg.seed)
     env_steps = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
-    batch = env_steps * probe.num_agents  # samples: agent steps
+    # Samples: agent steps (a league's collectors learn from agent 0 alone: docs/league.rst).
+    batch = env_steps * (1 if cfg.league.enabled else probe.num_agents)
     if min(cfg.policy.learn.batch_size, batch) % ranks:
         raise ConfigError(
             f"policy.learn.batch_size={cfg.policy.learn.batch_size} does not split into "

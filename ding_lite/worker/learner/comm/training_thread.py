@@ -17,20 +17,9 @@ from typing import Any
 import torch
 
 from ding_lite.worker.learner.base_learner import BaseLearner
-from ding_lite.worker.learner.learner_hook import LearnerHook
+from ding_lite.worker.learner.learner_hook import CallbackHook
 
-
-class CallbackHook(LearnerHook):
-    """Calls ``callback(engine)``: how the comm learner hands its publish step to the learner."""
-
-    default_priority = 90  # after logging and checkpoints
-
-    def __init__(self, name: str, priority: float | None = None, *, position: str, callback):
-        super().__init__(name, priority, position=position)
-        self._callback = callback
-
-    def __call__(self, engine: BaseLearner) -> None:
-        self._callback(engine)
+__all__ = ["CallbackHook", "TrainingThread"]
 
 
 class TrainingThread:

@@ -48,6 +48,13 @@ def _table(run) -> dict:
     return json.loads((run / "league" / "table.json").read_text())
 
 
+def _status_league(run) -> dict:
+    try:
+        return json.loads((run / "status.json").read_text()).get("league") or {}
+    except (OSError, ValueError):
+        return {}
+
+
 def _checkpoint_league(run) -> tuple[int, dict]:
     newest = max((run / "ckpt").glob("ckpt_iter*.pt"))
     ckpt = torch.load(newest, weights_only=True)
@@ -78,6 +85,8 @@ def test_a_parallel_league_plays_its_pool_and_resumes_with_the_same_table(tmp_pa
             lambda: (run / "league" / "table.json").is_file() and len(_table(run)["pool"]) >= 3,
             120,
         ), (tmp_path / "run.out").read_text()[-3000:]
+        # status.json's league section, read from the learner's table.
+        assert wait_for(lambda: _status_league(run).get("pool", 0) >= 3, 10)
         first.send_signal(signal.SIGINT)
         assert first.wait(timeout=60) == 130
     finally:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import itertools
 import os
 import shutil
 import signal
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+_SETS = itertools.count()  # host sets made by this process
 SUBNET = "10.0.0"
 ETC_NETNS = Path("/etc/netns")  # ip netns exec: /etc/netns/<namespace>/<file> over /etc/<file>
 IP_TIMEOUT_S = 10.0  # one `ip` command; it never takes more than a moment
@@ -95,7 +97,8 @@ class TestHosts:
     def __init__(self, names: Sequence[str], prefix: str | None = None) -> None:
         if not 0 < len(names) < 250 or len(set(names)) != len(names):
             raise ValueError(f"between 1 and 249 distinct host names, got {list(names)}")
-        self.prefix = prefix or f"dl{os.getpid()}x{time.monotonic_ns() % 100_000}"
+        unique = f"{time.monotonic_ns() % 100_000}n{next(_SETS)}"  # sets made side by side
+        self.prefix = prefix or f"dl{os.getpid()}x{unique}"
         self.switch = f"{self.prefix}-sw"
         self.hosts: dict[str, Host] = {}
         self._made: list[str] = []

@@ -87,9 +87,10 @@ def the_collector_host_cut_off_for_15_s_and_then_for_40_s(hosts, tmp_path):
 
 
 def a_learner_host_that_never_comes_back_ends_the_run(hosts, tmp_path):
-    # Both sides give up sooner than by default (join 120 s, master 60 s), to keep it short.
+    # Both sides give up sooner than by default (join 120 s, master 60 s), to keep it short
+    # (45 s: the learner waits that long for a coordinator that is slow to start, too).
     run = _start(
-        hosts, tmp_path, extra=("system.join_timeout=15",), learner=("--master-timeout", "30")
+        hosts, tmp_path, extra=("system.join_timeout=15",), learner=("--master-timeout", "45")
     )
     run.wait_iteration(2)
     run.net.cut("learner")  # for good

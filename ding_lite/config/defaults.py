@@ -333,6 +333,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # Opponents are drawn from the newest this many members; older ones retire (they
         # stay in the table and their files in the run dir). 0: every member plays.
         pool_limit=0,
+        # PFSP's weight of the k-th member to join (k = 1, 2, ...) is also multiplied by
+        # k**recency: 1 weighs the pool as linear averaging does, the newest the most,
+        # without retiring anyone (0: by win rate alone).
+        recency=0.0,
         # Exploiters, each a policy of its own trained in turn with the main player: main
         # exploiters meet only the current main player, league exploiters the pool (PFSP).
         main_exploiters=0,

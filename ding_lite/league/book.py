@@ -68,8 +68,8 @@ class LeagueBook:
         self.cfg = cfg
         self.table = LeagueTable(cfg.elo_k)
         self.table.add(MAIN)
-        self.matchmaker = Matchmaker(self.table, dict(cfg.shares), cfg.weighting, seed)
-        self._exploiter_draws = Matchmaker(self.table, {"pfsp": 1.0}, cfg.weighting, seed + 1)
+        self.matchmaker = self._matchmaker(self.table, dict(cfg.shares), seed)
+        self._exploiter_draws = self._matchmaker(self.table, {"pfsp": 1.0}, seed + 1)
         #: Frozen members, in joining order.
         self.pool: list[str] = []
         #: Live players: name -> role.
@@ -125,7 +125,8 @@ class LeagueBook:
         rates = [self.table.win_rate(player, m) for m in active]
         sheet = dict.fromkeys(active, 0.0)
         sheet[player] = share["self"] / total
-        for member, weight in zip(active, pfsp_weights(rates, self.cfg.weighting), strict=True):
+        weights = pfsp_weights(rates, self.cfg.weighting, self.cfg.recency)
+        for member, weight in zip(active, weights, strict=True):
             sheet[member] += weight * share["pfsp"] / total
             sheet[member] += share["check"] / total / len(active)
         return {name: p for name, p in sheet.items() if p > 0.0}
@@ -154,6 +155,9 @@ class LeagueBook:
         self.table.add(name, self.table.ratings[rating_of])
         self.pool.append(name)
 
+    def _matchmaker(self, table: LeagueTable, shares: dict, seed: int = 0) -> Matchmaker:
+        return Matchmaker(table, shares, self.cfg.weighting, seed, self.cfg.recency)
+
     # --- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Table, draws, pool, players and recent outcomes (plain values)."""
@@ -177,9 +181,9 @@ class LeagueBook:
         try:
             table = LeagueTable.from_state(state["table"])
             pool, players, recent = state["pool"], state["players"], state["recent"]
-            matchmaker = Matchmaker(table, dict(self.cfg.shares), self.cfg.weighting)
+            matchmaker = self._matchmaker(table, dict(self.cfg.shares))
             matchmaker.load_state(state["matchmaker"])
-            draws = Matchmaker(table, {"pfsp": 1.0}, self.cfg.weighting)
+            draws = self._matchmaker(table, {"pfsp": 1.0})
             draws.load_state(state["exploiter_draws"])
             matches = int(state["matches"])
         except (KeyError, TypeError, ValueError) as err:

@@ -31,16 +31,25 @@ WEIGHTINGS: dict[str, Callable[[float], float]] = {
 KINDS = ("self", "pfsp", "check")
 
 
-def pfsp_weights(win_rates: Sequence[float], weighting: str = "squared") -> list[float]:
+def pfsp_weights(
+    win_rates: Sequence[float], weighting: str = "squared", recency: float = 0.0
+) -> list[float]:
     """The probability of drawing each opponent, from the player's win rate against each
-    (uniform where every weight is 0: a player that beats them all meets each alike)."""
+    (uniform where every weight is 0: a player that beats them all meets each alike),
+    the k-th of them (in joining order) weighed ``k**recency`` times more."""
     if weighting not in WEIGHTINGS:
         raise LeagueError(f"unknown PFSP weighting {weighting!r}; one of {', '.join(WEIGHTINGS)}")
-    raw = [max(WEIGHTINGS[weighting](min(max(x, 0.0), 1.0)), 0.0) for x in win_rates]
-    total = sum(raw)
-    if not raw:
+    if not (isinstance(recency, int | float) and 0.0 <= recency <= 16.0):
+        raise LeagueError(f"league.recency must be a number in [0, 16], got {recency!r}")
+    if not win_rates:
         return []
-    return [w / total for w in raw] if total > 0 else [1.0 / len(raw)] * len(raw)
+    ages = [float(k) ** recency for k in range(1, len(win_rates) + 1)]
+    raw = [max(WEIGHTINGS[weighting](min(max(x, 0.0), 1.0)), 0.0) for x in win_rates]
+    if sum(raw) <= 0:
+        raw = [1.0] * len(raw)
+    raw = [w * a for w, a in zip(raw, ages, strict=True)]
+    total = sum(raw)
+    return [w / total for w in raw]
 
 
 class Matchmaker:
@@ -52,6 +61,7 @@ class Matchmaker:
             .15}`` (normalized; a kind left out never comes).
         weighting: PFSP's weighting (a key of :data:`WEIGHTINGS`).
         seed: the generator's seed.
+        recency: PFSP's weight of the k-th member is also multiplied by ``k**recency``.
     """
 
     def __init__(
@@ -60,6 +70,7 @@ class Matchmaker:
         shares: dict[str, float] | None = None,
         weighting: str = "squared",
         seed: int = 0,
+        recency: float = 0.0,
     ) -> None:
         shares = {"self": 0.35, "pfsp": 0.5, "check": 0.15} if shares is None else shares
         unknown = set(shares) - set(KINDS)
@@ -69,8 +80,9 @@ class Matchmaker:
             raise LeagueError(f"match shares must be non-negative numbers: {shares}")
         if sum(shares.values()) <= 0:
             raise LeagueError("match shares must not all be 0")
-        pfsp_weights([], weighting)  # checks the name
+        pfsp_weights([0.5], weighting, recency)  # checks the name and the recency
         self.table, self.shares, self.weighting = table, dict(shares), weighting
+        self.recency = recency
         self.rng = random.Random(seed)
 
     def opponent(self, player: str, pool: Sequence[str]) -> tuple[str, str]:
@@ -96,7 +108,7 @@ class Matchmaker:
             else:
                 if weights is None:
                     rates = [self.table.win_rate(player, m) for m in others]
-                    weights = pfsp_weights(rates, self.weighting)
+                    weights = pfsp_weights(rates, self.weighting, self.recency)
                 matches.append((self.rng.choices(others, weights)[0], kind))
         return matches
 

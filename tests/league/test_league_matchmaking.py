@@ -83,3 +83,15 @@ def test_exploitability_is_zero_at_the_equilibrium_only():
     assert exploitability(BIASED_RPS, [1, 0, 0]) == pytest.approx(1.0)  # paper beats it
     with pytest.raises(LeagueError, match="zero-sum symmetric"):
         exploitability([[0, 1], [1, 0]], [0.5, 0.5])
+
+
+def test_recency_weighs_the_newest_members_more_and_a_bad_one_is_refused():
+    assert pfsp_weights([0.5, 0.5, 0.5], "even", recency=1.0) == pytest.approx(
+        [1 / 6, 2 / 6, 3 / 6]
+    )
+    assert pfsp_weights([0.5, 0.5], "even", recency=0.0) == pytest.approx([0.5, 0.5])
+    # Win rates still count: a member main always beats weighs 0 under ``squared``.
+    assert pfsp_weights([1.0, 0.0], "squared", recency=2.0) == pytest.approx([0.0, 1.0])
+    for bad in (-1.0, 17.0, "1"):
+        with pytest.raises(LeagueError, match="league.recency"):
+            pfsp_weights([0.5], "even", recency=bad)

@@ -3,10 +3,12 @@ win over scissors pays 2, so the equilibrium is (1/4, 1/2, 1/4).
 
 Each episode is one move of both players. Agent 0 is the main player; agent 1 is drawn by
 the league: its current self in half the matches, in the other half a frozen snapshot of
-it drawn uniformly from the pool (fictitious self-play: ``weighting=even``). A snapshot
-joins every 5 iterations. The main policy is anchored to itself as it was up to 50
-iterations ago (a KL penalty of 0.5 toward a reference refreshed every 50 iterations) and
-its learning rate anneals to 0, so its last policy settles instead of circling.
+it drawn from the pool (fictitious self-play, ``weighting=even``, with the k-th member
+weighed k**8: ``recency=8``, so the pool's first, near-uniform members fade without
+leaving). A snapshot joins every 5 iterations. The main policy is anchored
+to itself as it was up to 50 iterations ago (a KL penalty of 0.5 toward a reference
+refreshed every 50 iterations) and its learning rate anneals to 0, so its last policy
+settles instead of circling.
 
 The figure is the main policy's exploitability (what a best response gains against its
 action probabilities, exactly; 0 at the equilibrium), logged as ``league/exploitability``.
@@ -38,6 +40,7 @@ config = dict(
         enabled=True,
         shares=dict(self=0.5, pfsp=0.5, check=0.0),
         weighting="even",
+        recency=8,
         snapshot_every=5,
     ),
     learner=dict(hook=dict(log_show_after_iter=50)),

@@ -91,8 +91,8 @@ class LeagueBook:
         """A player's next generation (an exploiter after its reset) under a new name, in
         its place among the players (a saved league matches players by place)."""
         self.table.add(new, self.table.ratings[MAIN])
-        self.players = _renamed(self.players, old, new, self.players[old])
-        self.recent = _renamed(self.recent, old, new, deque(maxlen=self.cfg.window))
+        self.players = renamed(self.players, old, new, self.players[old])
+        self.recent = renamed(self.recent, old, new, deque(maxlen=self.cfg.window))
 
     def recent_score(self, player: str) -> float | None:
         """The player's mean score (1 win, 0.5 draw, 0 loss) over its recent matches."""
@@ -221,6 +221,6 @@ def write_table(folder: Path, book: LeagueBook, iteration: int, gap: float | Non
     atomic_write_text(json.dumps(doc, sort_keys=True) + "\n", folder / TABLE_FILE, durable=False)
 
 
-def _renamed(mapping: dict[str, Any], old: str, new: str, value: Any) -> dict[str, Any]:
+def renamed(mapping: dict[str, Any], old: str, new: str, value: Any) -> dict[str, Any]:
     """``mapping`` with the key ``old`` replaced by ``new`` (holding ``value``), in place."""
     return {new if k == old else k: value if k == old else v for k, v in mapping.items()}

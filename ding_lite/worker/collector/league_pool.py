@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from ding_lite.data.files import LEAGUE_DIR, read_member, write_member
 from ding_lite.envs.seats import seat
-from ding_lite.league.book import MAIN, LeagueBook
+from ding_lite.league.book import MAIN, LeagueBook, renamed
 from ding_lite.league.table import LeagueError
 from ding_lite.utils.errors import CheckpointError, ConfigError
 
@@ -124,7 +124,7 @@ class League(LeagueBook):
 
     def rename_player(self, old: str, new: str) -> None:
         super().rename_player(old, new)
-        self.members.live = {new if k == old else k: v for k, v in self.members.live.items()}
+        self.members.live = renamed(self.members.live, old, new, self.members.live[old])
 
     def opponent(self, name: str) -> PolicyOpponent:
         """The member or live player ``name`` as an opponent."""

@@ -199,15 +199,20 @@ class LeagueDesk:
         if not _well_formed(matches):
             self.logger.warning(f"{source}: league matches left out (not [name, outcome] pairs)")
             return 0
+        booked, unknown = 0, set()
         with self.lock:
             known = set(self.book.pool) | {MAIN}
-            unknown = sorted({name for name, _ in matches} - known)
             for name, outcome in matches:
                 if name in known:
                     self.book.report(MAIN, name, float(outcome))
+                    booked += 1
+                else:
+                    unknown.add(name)
         if unknown:
-            self.logger.warning(f"{source}: matches against unknown members {unknown[:3]} left out")
-        return sum(1 for name, _ in matches if name in known)
+            self.logger.warning(
+                f"{source}: matches against unknown members {sorted(unknown)[:3]} left out"
+            )
+        return booked
 
     # --- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

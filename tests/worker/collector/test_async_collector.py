@@ -39,17 +39,18 @@ def test_writes_files_and_pauses_at_backlog(tmp_path):
     _, collector = make(tmp_path, max_pending=3)
     collector.start()
     try:
-        assert wait_for(lambda: len(list((tmp_path / "c0").glob("*.pt"))) >= 3)
+        files = []  # a file is on disk a moment before its metadata is in the outbox
+        assert wait_for(lambda: files.extend(collector.drain()["files"]) or len(files) >= 3)
         time.sleep(0.2)
         out = collector.drain()
         # paused: three files are written and none consumed (still on disk)
-        assert [m["seq"] for m in out["files"]] == [0, 1, 2]
+        assert [m["seq"] for m in files + out["files"]] == [0, 1, 2]
         assert len(list((tmp_path / "c0").glob("*.pt"))) == 3
         assert out["envstep"] == 3 * 64 and out["policy_version"] == 0
-        content = read_rollout(out["files"][0]["path"])
+        content = read_rollout(files[0]["path"])
         assert content["data"]["obs"].shape == (64, 4)
         assert content["data"]["reward"].shape == (64,) and "adv" not in content["data"]
-        for meta in out["files"]:  # the learner consumes them ...
+        for meta in files:  # the learner consumes them ...
             Path(meta["path"]).unlink()
         assert wait_for(lambda: len(collector.drain()["files"]) > 0)  # ... and it resumes
     finally:
@@ -138,9 +139,10 @@ def test_on_policy_runs_once_the_first_rollout_with_that_policy_is_written(tmp_p
     path = write_policy(tmp_path / "policy", 5, state)
     collector.start()
     try:
-        assert wait_for(lambda: len(list((tmp_path / "c0").glob("*.pt"))) == 1)
+        taken = []  # the file is on disk a moment before its metadata is in the outbox
+        assert wait_for(lambda: taken.extend(collector.drain()["files"]) or taken)
         collector.sync_policy(str(path), 5, published_at=time.time())
-        for meta in collector.drain()["files"]:  # the learner takes the v0 rollout
+        for meta in taken:  # the learner takes the v0 rollout
             Path(meta["path"]).unlink()
         assert wait_for(lambda: bool(seen))
         assert seen == [(5, [5])]

@@ -22,6 +22,13 @@ def pytest_configure(config):
     # then test nothing. Handled here, SIGINT reaches the children with its default action.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Two workers share the two cores (``-n 2``): one torch thread each, what a run's
+    # ``system.torch_threads=auto`` gives it, for the tests that use torch in-process. With
+    # torch's default, a thread per core, work side by side waits at every op's barrier.
+    if hasattr(config, "workerinput"):
+        import torch
+
+        torch.set_num_threads(1)
 
 
 @pytest.fixture

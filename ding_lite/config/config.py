@@ -364,11 +364,12 @@ def compile_config(
     return EasyDict(merged)
 
 
-def compile_sent_config(cfg: Any) -> EasyDict:
+def compile_sent_config(cfg: Any, device: str | None = None) -> EasyDict:
     """Resolves a config another process sent (a start task's): a mapping only.
 
     A name or a path would make this process load an experiment or run a ``.py`` file;
-    only the process's own command line may ask for that.
+    only the process's own command line may ask for that. ``device``: the worker's own
+    ``--device``, over the config's.
 
     Raises:
         ConfigError: ``cfg`` is not a mapping, or as :func:`compile_config`.
@@ -378,4 +379,4 @@ def compile_sent_config(cfg: Any) -> EasyDict:
             f"the config sent must be a JSON object, got {type(cfg).__name__}: a worker runs "
             "no experiment or file a peer names"
         )
-    return compile_config(cfg)
+    return compile_config(cfg, device=device)

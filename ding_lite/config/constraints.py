@@ -56,6 +56,10 @@ CONSTRAINTS: dict[str, tuple[Any, str]] = {
         lambda v: v == "auto" or (isinstance(v, int) and 0 <= v < 65536),
         "'auto' or a port number",
     ),
+    "system.torch_threads": (
+        lambda v: v == "auto" or (isinstance(v, int) and v >= 1),
+        "'auto' or a number of threads (at least 1)",
+    ),
     "system.learners": (lambda v: v >= 1, "at least 1"),
     "system.collectors": (lambda v: v >= 1, "at least 1"),
     "system.heartbeat_period": (lambda v: v > 0, "positive"),

@@ -292,6 +292,12 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # it). "": any node (spread over a cluster's nodes).
         learner_node="",
         collector_node="",
+        # Torch's intra-op threads in each of the run's processes: a number, or "auto": one
+        # for a serial run, eval and render; for the workers the launcher starts, one per
+        # collector and the cores the collectors leave for the learner. Under "auto" an
+        # OMP_NUM_THREADS you set stands. (Torch's own default, a thread per core, made two
+        # runs side by side on 2 cores 5-12x slower.)
+        torch_threads="auto",
     ),
     evaluator=dict(
         # Evaluate every this many iterations (0: never during training; once at the end).
@@ -380,6 +386,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
 # Keys that take more than one type (dotted key -> tuple of types).
 MULTI_TYPE_KEYS: dict[str, tuple[type, ...]] = {
     "system.coordinator_port": (str, int),
+    "system.torch_threads": (str, int),
 }
 
 # Sections whose keys are free-form (not checked against defaults).

@@ -17,15 +17,19 @@ from ding_lite.interaction.envelope import (
 )
 from ding_lite.interaction.master import Master
 from ding_lite.interaction.protocol import ROLES, TaskResult, WorkerInfo
+from ding_lite.interaction.role_slaves import SLAVES, CollectorSlave, LearnerSlave
 from ding_lite.interaction.server import HttpServer, ServerError
 from ding_lite.interaction.slave import RegistrationError, Slave, TaskHandler
 
 __all__ = [
     "ROLES",
+    "SLAVES",
     "ApiError",
     "Code",
+    "CollectorSlave",
     "HttpClient",
     "HttpServer",
+    "LearnerSlave",
     "Master",
     "RegistrationError",
     "RemoteError",

@@ -93,3 +93,13 @@ def test_flags_of_other_libraries_are_answered_with_ours():
     assert last.endswith("flag --entropy-coef")
     out = run_cli("serial", "-c", "cartpole_ppo", "--no-such-flag")
     assert out.stderr.strip().splitlines()[-1].endswith("unrecognized arguments: --no-such-flag")
+
+
+def test_an_experiment_named_without_c_is_answered_with_the_command_that_runs_it(capsys):
+    from ding_lite.entry.cli.command import main
+
+    assert main(["serial", "cartpole_ppo"]) == 2  # as eval and render take a run dir
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.endswith("(did you mean: ding-lite serial -c cartpole_ppo?)")
+    assert main(["parallel", "policy.learn.n_epochs=2"]) == 2  # an override: no guess
+    assert capsys.readouterr().err.strip().endswith("or --resume EXP_DIR")

@@ -46,6 +46,8 @@ def test_a_dead_rank_restarts_the_whole_group_once(tmp_path, monkeypatch):
 
 
 def test_learner_threads_are_shared_between_ranks():
-    cores = launcher.worker_threads("learner", 0, 1)
-    assert launcher.worker_threads("learner", 0, 2) == max(1, cores // 2)
-    assert launcher.worker_threads("collector", 2, 4) == 1
+    from ding_lite.utils.threads import worker_threads
+
+    cores = worker_threads("learner", 0, 1)
+    assert worker_threads("learner", 0, 2) == max(1, cores // 2)
+    assert worker_threads("collector", 2, 4) == 1

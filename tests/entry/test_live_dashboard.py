@@ -159,6 +159,15 @@ def test_the_dashboard_shows_the_run_live_in_chromium(live_run, tmp_path):
             30,
         )
         assert page("return document.getElementById('state-0').textContent") == "finished"
+
+        def newest_dot(tag):  # drawn for one point too, which a line cannot show
+            return page(
+                f"const d = document.querySelector('figure[data-tag=\"{tag}\"] circle.dot');"
+                "return d ? [Number(d.getAttribute('cx')), Number(d.getAttribute('cy'))] : null"
+            )
+
+        assert wait_for(lambda: newest_dot("charts/eval_return") is not None, 30)
+        assert all(value > 0 for value in newest_dot("charts/eval_return"))
         assert driver.save_screenshot(str(tmp_path / "dashboard.png"))
         assert (tmp_path / "dashboard.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert port_is_free(port) and not processes_with(str(run))

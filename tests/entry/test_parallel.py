@@ -262,10 +262,10 @@ def test_per_role_commands_join_a_coordinator(tmp_path):
 def test_worker_threads_leave_the_collectors_their_cores(
     monkeypatch, role, cores, collectors, threads
 ):
-    from ding_lite.entry.launch import local as launcher
+    from ding_lite.utils import threads as torch_threads
 
-    monkeypatch.setattr(launcher.os, "sched_getaffinity", lambda pid: set(range(cores)))
-    assert launcher.worker_threads(role, collectors) == threads
+    monkeypatch.setattr(torch_threads.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert torch_threads.worker_threads(role, collectors) == threads
 
 
 def test_spawn_sets_worker_threads_unless_the_user_did(monkeypatch, tmp_path):
@@ -274,12 +274,15 @@ def test_spawn_sets_worker_threads_unless_the_user_did(monkeypatch, tmp_path):
 
     seen = []
     monkeypatch.setattr(launcher.subprocess, "Popen", lambda cmd, **kw: seen.append(kw["env"]))
-    monkeypatch.setattr(launcher.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     cfg = compile_config("pendulum_ppo_parallel")
     launcher.spawn_worker("learner", "learner0", "127.0.0.1:1", "tok", cfg, tmp_path)
     launcher.spawn_worker("collector", "collector0", "127.0.0.1:1", "tok", cfg, tmp_path)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     launcher.spawn_worker("collector", "collector1", "127.0.0.1:1", "tok", cfg, tmp_path)
-    assert [env["OMP_NUM_THREADS"] for env in seen] == ["2", "1", "3"]
+    # A number in the config goes to every worker, over the user's OMP_NUM_THREADS too.
+    cfg = compile_config("pendulum_ppo_parallel", ["system.torch_threads=5"])
+    launcher.spawn_worker("collector", "collector2", "127.0.0.1:1", "tok", cfg, tmp_path)
+    assert [env["OMP_NUM_THREADS"] for env in seen] == ["2", "1", "3", "5"]
     assert all(env["DING_LITE_TOKEN"] == "tok" for env in seen)

@@ -7,19 +7,12 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import TINY_CARTPOLE
+from helpers import TINY_CARTPOLE, tiny
 
 from ding_lite import serial_pipeline
 from ding_lite.entry.cli.command import main
-from ding_lite.entry.reporting.plot import (
-    RunScalars,
-    aggregate,
-    parse_metrics,
-    plot_runs,
-    series,
-    t_quantile,
-)
-from ding_lite.utils.errors import DingLiteError
+from ding_lite.entry.reporting.curves import aggregate, t_quantile
+from ding_lite.entry.reporting.plot import RunScalars, parse_metrics, plot_runs, series
 from ding_lite.utils.log import read_tb_scalars
 
 TINY = TINY_CARTPOLE
@@ -100,11 +93,33 @@ def test_ci_band_is_the_t_interval_of_the_mean():
     assert t_quantile(1000) == pytest.approx(1.9623, abs=1e-4)
 
 
-def test_runs_that_do_not_overlap_are_refused():
+def test_runs_that_do_not_overlap_keep_their_own_curves_and_get_no_mean():
     early = (np.array([0.0, 10.0]), np.array([0.0, 1.0]))
     late = (np.array([20.0, 30.0]), np.array([0.0, 1.0]))
-    with pytest.raises(DingLiteError, match="do not overlap"):
-        aggregate([early, late])
+    curve = aggregate([early, late])
+    assert not curve.overlaps and curve.n_runs == 2
+    assert [xs.tolist() for xs, _ in curve.runs] == [[0.0, 10.0], [20.0, 30.0]]
+    held = aggregate([early, late], points=3, hold_last=True)  # early held at 1.0 to 30
+    assert held.x.tolist() == [20.0, 25.0, 30.0]
+    assert held.mean.tolist() == [0.5, 0.75, 1.0]
+    assert held.runs[0][0].tolist() == [0.0, 10.0, 30.0]
+
+
+def test_runs_of_unequal_length_are_drawn_not_refused(tmp_path, capsys):
+    """A run that solved stops at its first evaluation; a seed beside it evaluates later."""
+    short, long = tmp_path / "short", tmp_path / "long"
+    serial_pipeline("cartpole_ppo", overrides=TINY, exp_dir=str(short), max_train_iter=1)
+    overrides = tiny("policy.learn.n_epochs=1", "evaluator.eval_freq=2")
+    serial_pipeline("cartpole_ppo", overrides=overrides, exp_dir=str(long), max_train_iter=3)
+    capsys.readouterr()
+    out = tmp_path / "c.png"
+    assert main(["plot", str(short), str(long), "--out", str(out)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("charts/eval")]
+    assert "2 run(s) with no range in common (no mean): last" in line
+    assert out.stat().st_size > 0
+    assert main(["plot", str(short), str(long), "--out", str(out), "--hold-last"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("charts/eval")]
+    assert "2 run(s), final mean" in line and line.endswith(f"at {3 * STEPS_PER_ITER} env steps")
 
 
 def test_values_logged_at_one_step_are_averaged():
@@ -139,8 +154,20 @@ def error_line(capsys):
 
 
 def test_a_dir_without_event_files(tmp_path, capsys):
-    assert main(["plot", str(tmp_path), "--out", str(tmp_path / "x.png")]) == 2
+    run = tmp_path / "run"
+    (run / "tb").mkdir(parents=True)
+    assert main(["plot", str(run), "--out", str(tmp_path / "x.png")]) == 2
     assert "no tensorboard event files" in error_line(capsys)
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_a_missing_dir_or_one_that_is_no_run_dir_says_so(tmp_path, capsys):
+    assert main(["plot", str(tmp_path / "nope"), "--out", str(tmp_path / "x.png")]) == 2
+    assert error_line(capsys).endswith("nope: no such run dir")
+    assert main(["plot", str(tmp_path), "--out", str(tmp_path / "x.png")]) == 2
+    assert error_line(capsys).endswith("not a run dir (no tb/ folder, no config.json)")
+    assert main(["eval", str(tmp_path)]) == 2
+    assert error_line(capsys).endswith("not a run dir (no ckpt/ folder, no config.json)")
     assert not (tmp_path / "x.png").exists()
 
 

@@ -12,7 +12,10 @@ from helpers import TOKEN, free_port, port_is_free, wait_for
 from interaction_helpers import FakeWorker, our_threads
 
 from ding_lite.interaction import (
+    SLAVES,
+    CollectorSlave,
     HttpClient,
+    LearnerSlave,
     Master,
     RegistrationError,
     ServerError,
@@ -63,6 +66,21 @@ def test_register_and_echo_round_trip(make_master: MakeMaster, make_slave: MakeS
     assert master.pending_tasks() == {}
     with HttpClient(slave.address, TOKEN) as client:
         assert client.post("/slave/ping", {})["worker_id"] == "learner0"
+
+
+def test_learner_and_collector_slaves_register_under_their_roles(
+    make_master: MakeMaster, stack: list[Any]
+) -> None:
+    """DI-engine's names: the worker process serves its tasks through one of these."""
+    master = make_master()
+    for cls, worker_id in ((LearnerSlave, "learner0"), (CollectorSlave, "collector0")):
+        slave = cls(worker_id, master.address, handlers={"echo": lambda d: d}, token=TOKEN)
+        stack.append(slave.start())
+    assert wait_for(lambda: len(master.workers()) == 2)
+    assert master.worker_ids("learner") == ["learner0"]
+    assert master.worker_ids("collector") == ["collector0"]
+    assert master.send_task("learner0", "echo", {"n": 1}).result == {"n": 1}
+    assert SLAVES == {"learner": LearnerSlave, "collector": CollectorSlave}
 
 
 def test_heartbeats_keep_a_worker_alive(make_master: MakeMaster, make_slave: MakeSlave) -> None:

@@ -187,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.add_argument("--size", default="960x600", help="WIDTHxHEIGHT in pixels (default 960x600)")
     plot.add_argument("--title", help="title of the figure")
+    plot.add_argument(
+        "--hold-last",
+        action="store_true",
+        help="carry each run at its last value to the end of its group's longest run "
+        "(a run that stopped when it solved)",
+    )
     league = sub.add_parser(
         "league", help="a league run's members, ratings and win-rate matrix (league/table.json)"
     )

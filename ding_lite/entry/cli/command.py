@@ -79,7 +79,9 @@ def _run_options(args: argparse.Namespace, *extra: str) -> dict[str, Any]:
     """The run options (``RunOptions``' keywords) every training command takes, its
     overrides followed by ``extra`` ones."""
     if not args.config and not args.resume:
-        raise DingLiteError(f"{args.command} needs -c EXPERIMENT_OR_FILE or --resume EXP_DIR")
+        named = [word for word in args.overrides if "=" not in word]
+        hint = f" (did you mean: ding-lite {args.command} -c {named[0]}?)" if named else ""
+        raise DingLiteError(f"{args.command} needs -c EXPERIMENT_OR_FILE or --resume EXP_DIR{hint}")
     return {
         "seed": args.seed,
         "overrides": _overrides(args) + list(extra),
@@ -193,7 +195,14 @@ def _plot(args: argparse.Namespace) -> int:
     from ding_lite.entry.reporting.plot import plot_command
 
     return plot_command(
-        args.run_paths, args.out, args.metric, args.x, args.band, args.size, args.title
+        args.run_paths,
+        args.out,
+        args.metric,
+        args.x,
+        args.band,
+        args.size,
+        args.title,
+        hold_last=args.hold_last,
     )
 
 

@@ -29,6 +29,7 @@ from ding_lite.config.modules import named_env_modules
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.ports import free_port
 from ding_lite.utils.stop import signals_held
+from ding_lite.utils.threads import worker_thread_env
 
 CHILD_STOP_S = 8.0  # children get this long to exit before they are killed
 RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)  # wait before the n-th restart of one worker
@@ -279,9 +280,7 @@ def spawn_worker(
     rank of a data-parallel learner (ranks above 0 log to ``<worker id>.rank<r>.log``).
     """
     env = dict(os.environ, DING_LITE_TOKEN=token, **(rank_env or {}))
-    if "OMP_NUM_THREADS" not in os.environ:
-        threads = worker_threads(role, cfg.system.collectors, cfg.system.learners)
-        env["OMP_NUM_THREADS"] = str(threads)
+    env.update(worker_thread_env(cfg.system, role))
     rank = int((rank_env or {}).get("RANK", 0))
     cmd = [
         sys.executable,
@@ -310,22 +309,6 @@ def spawn_worker(
         )
     finally:
         log.close()
-
-
-def worker_threads(role: str, collectors: int, learners: int = 1) -> int:
-    """Intra-op threads of a worker process on this machine.
-
-    Collectors step small batches: one thread each. The learner gets the cores the
-    collectors leave, at least one: threads that outnumber the free cores wait on each
-    other at every op's barrier. On 2 cores, one learner thread instead of two made the
-    learn task of ``pendulum_ppo_parallel`` about 15% shorter while a collector ran beside
-    it, and an update alone is no faster on two threads. The ranks of a data-parallel
-    learner share those cores.
-    """
-    if role == "collector":
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, ((cores or 1) - collectors) // learners)
 
 
 @contextlib.contextmanager

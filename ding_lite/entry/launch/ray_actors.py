@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.config.modules import named_env_modules
-from ding_lite.entry.launch.local import Launcher, worker_threads
+from ding_lite.entry.launch.local import Launcher
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger
+from ding_lite.utils.threads import worker_thread_env
 
 # Imported by _import_ray(): Ray reads its auth mode and whether it may swap 127.0.0.1 for
 # the machine's routable address once, on import, so the environment must be set first.
@@ -260,8 +261,8 @@ class RayLauncher(Launcher):
         gpus = float(resources.pop("GPU", RAY_ACTOR_GPUS))
         if node := (system.learner_node if role == "learner" else system.collector_node):
             resources[node] = PIN_AMOUNT  # only nodes started with it have any
-        threads = worker_threads(role, system.collectors, system.learners)
-        env = {"DING_LITE_TOKEN": self.token, "OMP_NUM_THREADS": str(max(1, int(cpus) or threads))}
+        threads = worker_thread_env(system, role, cpus, inherit=False)
+        env = {"DING_LITE_TOKEN": self.token, **threads}
         options: dict[str, Any] = {
             "num_cpus": cpus,
             "num_gpus": gpus,

@@ -33,6 +33,7 @@ from ding_lite.utils.stop import (
     signals_deferred,
     sigterm_interrupts,
 )
+from ding_lite.utils.threads import torch_threads
 from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
 from ding_lite.worker.collector.eval_video import EvalVideo, log_eval_video
 from ding_lite.worker.learner import BEST_CKPT, BaseLearner, BestEval
@@ -72,7 +73,10 @@ def serial_pipeline(
         cfg = compile_run_config(cfg, opts)
         import_env_modules(run_env_modules(cfg, opts))
         # Choosing and locking the dir is one step, so two runs started at once never share it.
-        with RunDir.claim(cfg, resuming=opts.resume is not None) as run_dir:
+        with (
+            RunDir.claim(cfg, resuming=opts.resume is not None) as run_dir,
+            torch_threads(cfg.system.torch_threads),
+        ):
             run = _build_run(cfg, run_dir)
             result = run.run(start, verbose)
     if verbose:

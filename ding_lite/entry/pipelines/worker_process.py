@@ -13,7 +13,7 @@ from typing import Any
 
 import ding_lite.entry.trained  # noqa: F401  (the package registers the "ppo" opponent)
 from ding_lite.envs.env_modules import import_env_modules
-from ding_lite.interaction import Slave, resolve_token
+from ding_lite.interaction import SLAVES, Slave, resolve_token
 from ding_lite.utils import distributed
 from ding_lite.utils.distributed import GroupLost
 from ding_lite.utils.log import get_logger, setup_console_logging
@@ -87,9 +87,8 @@ def run_worker(
     import_env_modules(env_modules)  # before anything else: a bad one is one line, exit 2
     worker_cls = {"learner": FlaskFileSystemLearner, "collector": FlaskFileSystemCollector}[role]
 
-    def slave(handlers: dict) -> Slave:
-        return Slave(
-            role,
+    def slave(handlers: dict) -> Slave:  # a LearnerSlave or a CollectorSlave
+        return SLAVES[role](
             worker_id,
             coordinator,
             handlers=handlers,

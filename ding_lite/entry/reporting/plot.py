@@ -5,20 +5,16 @@ Reads every tensorboard event file under each run's ``tb/`` folder (a serial run
 :func:`ding_lite.utils.log.read_tb_events_from`, so no tensorboard install is needed; a
 damaged record is skipped with a one-line warning. Runs are grouped by the ``exp_name`` of
 their saved ``config.json`` (the folder's name when there is none). For each metric and
-group it draws the mean over the group's runs and a band: the runs' min-max, or a 95%
-t-interval of the mean.
-
-Runs log at different env steps (or seconds), so each run is interpolated linearly onto a
-common grid of :data:`GRID_POINTS` points spanning the range every run of the group covers
-(from the latest first point to the earliest last point); nothing is extrapolated. Points a
-run logged at the same x (several episodes ending in one iteration) are averaged first.
+group it draws the mean over the group's runs and a band (the runs' min-max, or a 95%
+t-interval of the mean) where the runs overlap, and each run's own curve beside it
+(:mod:`.curves`; ``--hold-last`` carries a run that stopped early at its last value). Points
+a run logged at the same x (several episodes ending in one iteration) are averaged first.
 matplotlib is an optional dependency: ``pip install 'ding-lite[plot]'``.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import tempfile
@@ -29,19 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from ding_lite.entry.reporting.curves import BANDS, Curve, aggregate
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import EVENT_GLOB, read_tb_events_from
 from ding_lite.utils.text import printable
 
 EVAL_TAG = "charts/eval_return"
-GRID_POINTS = 200
-BANDS = ("minmax", "ci")
 X_AXES = ("envstep", "wall")
 X_LABELS = {"envstep": "env steps", "wall": "seconds since the run's first scalar"}
-
-# Two-sided 95% quantiles of Student's t for 1..10 degrees of freedom; above that, the
-# Cornish-Fisher expansion in t_quantile is within 0.01%.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 
 
 @dataclass
@@ -63,25 +54,6 @@ class RunScalars:
     damaged: list[str] = field(default_factory=list)
 
 
-@dataclass
-class Curve:
-    """A group's curve of one metric on the common grid.
-
-    Attributes:
-        x: the grid (env steps or seconds), ``(P,)``.
-        mean: mean over the runs at each grid point, ``(P,)``.
-        low: lower edge of the band, ``(P,)``.
-        high: upper edge of the band, ``(P,)``.
-        n_runs: runs averaged.
-    """
-
-    x: np.ndarray
-    mean: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    n_runs: int
-
-
 def read_run(run_path: str | os.PathLike) -> RunScalars:
     """Every scalar of one run, from all event files under ``<run_path>/tb`` (recursively).
 
@@ -92,9 +64,14 @@ def read_run(run_path: str | os.PathLike) -> RunScalars:
         DingLiteError: the folder holds no event file, or none with a readable scalar.
     """
     path = Path(run_path)
+    if not path.is_dir():
+        raise DingLiteError(printable(f"{path}: no such run dir"))
     files = sorted(p for p in (path / "tb").rglob(EVENT_GLOB) if p.is_file())
     if not files:
-        raise DingLiteError(printable(f"{path}: no tensorboard event files under {path / 'tb'}"))
+        why = f"no tensorboard event files under {path / 'tb'}"
+        if not (path / "tb").is_dir() and not (path / "config.json").is_file():
+            why = "not a run dir (no tb/ folder, no config.json)"
+        raise DingLiteError(printable(f"{path}: {why}"))
     scalars: dict[str, list[tuple[int, float, float]]] = {}
     damaged: list[str] = []
     for file in files:
@@ -150,62 +127,9 @@ def series(run: RunScalars, tag: str, x: str = "envstep") -> tuple[np.ndarray, n
     return xs, sums / np.bincount(inverse, minlength=len(xs))
 
 
-def t_quantile(df: int) -> float:
-    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (df >= 1)."""
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = 1.959964
-    return (
-        z
-        + (z**3 + z) / (4 * df)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
-    )
-
-
-def aggregate(
-    runs: Sequence[tuple[np.ndarray, np.ndarray]], band: str = "minmax", points: int = GRID_POINTS
-) -> Curve:
-    """Mean and band of several runs' curves on a common grid.
-
-    Each run (``(xs, values)``, xs increasing) is interpolated linearly onto ``points``
-    evenly spaced x over the range all runs cover: from the largest first x to the smallest
-    last x.
-
-    Args:
-        runs: the runs' curves.
-        band: ``"minmax"`` (the runs' lowest and highest value) or ``"ci"`` (the 95%
-            t-interval of the mean, ``mean +- t(n-1) * std / sqrt(n)``; no width for one run).
-        points: grid points.
-
-    Raises:
-        DingLiteError: no run given, or the runs' x ranges do not overlap.
-    """
-    if not runs:
-        raise DingLiteError("no run to aggregate")
-    if band not in BANDS:
-        raise DingLiteError(f"unknown band {band!r}; known: {', '.join(BANDS)}")
-    first = max(float(xs[0]) for xs, _ in runs)
-    last = min(float(xs[-1]) for xs, _ in runs)
-    if first > last:
-        raise DingLiteError(
-            f"the runs' curves do not overlap (one starts at {first:g}, one ends at {last:g})"
-        )
-    grid = np.linspace(first, last, points if last > first else 1)
-    values = np.stack([np.interp(grid, xs, ys) for xs, ys in runs])  # (runs, P)
-    mean = values.mean(axis=0)
-    n = len(runs)
-    if band == "minmax":
-        low, high = values.min(axis=0), values.max(axis=0)
-    elif n == 1:
-        low, high = mean.copy(), mean.copy()
-    else:
-        half = t_quantile(n - 1) * values.std(axis=0, ddof=1) / math.sqrt(n)
-        low, high = mean - half, mean + half
-    return Curve(grid, mean, low, high, n)
-
-
-def group_curves(runs: Sequence[RunScalars], tag: str, x: str, band: str) -> dict[str, Curve]:
+def group_curves(
+    runs: Sequence[RunScalars], tag: str, x: str, band: str, hold_last: bool = False
+) -> dict[str, Curve]:
     """``{group: its curve of tag}``, groups in the order first seen."""
     groups: dict[str, list[RunScalars]] = {}
     for run in runs:
@@ -214,7 +138,7 @@ def group_curves(runs: Sequence[RunScalars], tag: str, x: str, band: str) -> dic
     for name, members in groups.items():
         curves = [series(run, tag, x) for run in members]
         try:
-            out[name] = aggregate(curves, band)
+            out[name] = aggregate(curves, band, hold_last=hold_last)
         except DingLiteError as err:
             raise DingLiteError(f"{tag} of {name}: {err}") from None
     return out
@@ -260,8 +184,10 @@ def plot_runs(
     size: tuple[int, int] = (960, 600),
     title: str | None = None,
     warn: Callable[[str], None] | None = None,
+    hold_last: bool = False,
 ) -> dict[str, dict[str, Curve]]:
-    """Draws one panel per metric, one mean line and band per experiment, to ``out``.
+    """Draws one panel per metric to ``out``: per experiment, the mean and band where its
+    runs overlap and each run's own curve.
 
     Args:
         run_paths: experiment dirs of the runs.
@@ -272,13 +198,15 @@ def plot_runs(
         size: ``(width, height)`` of the image in pixels.
         title: the figure's title (default: none).
         warn: told each damaged record skipped, in one line (default: stderr).
+        hold_last: carry each run at its last value to the end of its group's longest run
+            (a run that stopped when it solved).
 
     Returns:
         ``{metric: {group: Curve}}``.
 
     Raises:
         DingLiteError: matplotlib missing, a dir without event files, a metric a run did
-            not log, runs that do not overlap, or an image that cannot be written.
+            not log, or an image that cannot be written.
     """
     if x not in X_AXES:
         raise DingLiteError(f"unknown --x {x!r}; known: {', '.join(X_AXES)}")
@@ -295,7 +223,7 @@ def plot_runs(
     for run in runs:
         for line in run.damaged:
             (warn or _warn)(line)
-    curves = {tag: group_curves(runs, tag, x, band) for tag in metrics}
+    curves = {tag: group_curves(runs, tag, x, band, hold_last) for tag in metrics}
     dpi = 100
     fig = figure_cls(figsize=(size[0] / dpi, size[1] / dpi), dpi=dpi)
     axes = fig.subplots(len(metrics), 1, squeeze=False)
@@ -317,9 +245,14 @@ def _draw_panel(ax: Any, tag: str, groups: dict[str, Curve], x: str, band: str) 
     for i, (name, curve) in enumerate(groups.items()):
         colour = f"C{i}"
         label = f"{name} ({curve.n_runs} run{'s' if curve.n_runs != 1 else ''})"
-        marker = "o" if len(curve.x) == 1 else None
-        ax.plot(curve.x, curve.mean, color=colour, label=label, marker=marker, linewidth=1.6)
-        ax.fill_between(curve.x, curve.low, curve.high, color=colour, alpha=0.2, linewidth=0)
+        if curve.n_runs > 1 or not curve.overlaps:  # each run's own points, thin
+            for j, (xs, ys) in enumerate(curve.runs):
+                own = label if not curve.overlaps and j == 0 else None
+                ax.plot(xs, ys, color=colour, alpha=0.45, linewidth=0.8, marker=_dot(xs), label=own)
+        if curve.overlaps:
+            marker = _dot(curve.x)
+            ax.plot(curve.x, curve.mean, color=colour, label=label, marker=marker, linewidth=1.6)
+            ax.fill_between(curve.x, curve.low, curve.high, color=colour, alpha=0.2, linewidth=0)
     ax.set_title(f"{tag} (mean, band: {band_text})", fontsize="medium")
     ax.set_xlabel(X_LABELS[x])
     if x == "envstep":  # 200k, 1M
@@ -329,6 +262,11 @@ def _draw_panel(ax: Any, tag: str, groups: dict[str, Curve], x: str, band: str) 
     ax.set_ylabel(tag.rsplit("/", 1)[-1])
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize="small")
+
+
+def _dot(xs: np.ndarray) -> str | None:
+    """A marker for a curve of one point (a line needs two)."""
+    return "o" if len(xs) == 1 else None
 
 
 def _render(fig: Any, fmt: str, dpi: int) -> bytes:
@@ -362,12 +300,19 @@ def describe(curves: dict[str, dict[str, Curve]], x: str) -> list[str]:
     lines = []
     for tag, groups in curves.items():
         for name, curve in groups.items():
-            end = f"{curve.x[-1]:,.0f}" if x == "envstep" else f"{curve.x[-1]:,.1f}"
-            lines.append(
-                f"{printable(tag)} {name}: {curve.n_runs} run(s), final mean {curve.mean[-1]:.4g} "
-                f"(band {curve.low[-1]:.4g} to {curve.high[-1]:.4g}) at {end} {unit}"
-            )
+            head = f"{printable(tag)} {name}: {curve.n_runs} run(s)"
+            if not curve.overlaps:
+                ends = ", ".join(f"{ys[-1]:.4g} at {_at(xs[-1], x)}" for xs, ys in curve.runs)
+                lines.append(f"{head} with no range in common (no mean): last {ends} {unit}")
+                continue
+            band = f"band {curve.low[-1]:.4g} to {curve.high[-1]:.4g}"
+            end = _at(curve.x[-1], x)
+            lines.append(f"{head}, final mean {curve.mean[-1]:.4g} ({band}) at {end} {unit}")
     return lines
+
+
+def _at(value: float, x: str) -> str:
+    return f"{value:,.0f}" if x == "envstep" else f"{value:,.1f}"
 
 
 def plot_command(
@@ -378,6 +323,7 @@ def plot_command(
     band: str,
     size: str,
     title: str | None,
+    hold_last: bool = False,
 ) -> int:
     """``ding-lite plot``: writes the image and prints one line per metric and group."""
     curves = plot_runs(
@@ -388,6 +334,7 @@ def plot_command(
         band=band,
         size=parse_size(size),
         title=title,
+        hold_last=hold_last,
     )
     for line in describe(curves, x):
         print(line)

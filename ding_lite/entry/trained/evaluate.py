@@ -15,6 +15,7 @@ from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.rng import set_seed
 from ding_lite.utils.stats import wilson_interval
+from ding_lite.utils.threads import torch_threads
 from ding_lite.worker.collector.evaluator import EvalResult, Evaluator
 from ding_lite.worker.learner.base_learner import read_checkpoint
 
@@ -53,11 +54,12 @@ def evaluate_checkpoint(
     path, state = read_checkpoint(ckpt)
     set_seed(cfg.seed)
     dev = resolve_device(cfg.device)
-    env = build_env(cfg, episodes, dev, cfg.seed, evaluation=True)
-    policy = policy_from_checkpoint(
-        cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device=dev
-    )
-    result = Evaluator(env, policy.eval_mode, seed=cfg.seed).eval()
+    with torch_threads(cfg.system.torch_threads):
+        env = build_env(cfg, episodes, dev, cfg.seed, evaluation=True)
+        policy = policy_from_checkpoint(
+            cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device=dev
+        )
+        result = Evaluator(env, policy.eval_mode, seed=cfg.seed).eval()
     half = 1.96 * result.return_std / math.sqrt(max(result.n_episodes, 1))
     report = {
         "checkpoint": str(path),

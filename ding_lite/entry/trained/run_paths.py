@@ -52,6 +52,8 @@ def locate(run_path: str | None, config: str | None, ckpt: str | None) -> RunPat
     folder = Path(run_path)
     if not folder.is_dir():
         raise ConfigError(f"{run_path}: no such run dir")
+    if not (folder / "ckpt").is_dir() and not (folder / "config.json").is_file():
+        raise ConfigError(f"{run_path}: not a run dir (no ckpt/ folder, no config.json)")
     chosen, note = _best_or_newest(folder / "ckpt")
     return RunPaths(config or _saved_config(folder, run_path), chosen, note)
 

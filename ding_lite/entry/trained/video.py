@@ -19,6 +19,7 @@ from ding_lite.envs.from_config import build_env
 from ding_lite.policy import policy_from_checkpoint
 from ding_lite.utils.errors import ConfigError, DingLiteError
 from ding_lite.utils.rng import set_seed
+from ding_lite.utils.threads import torch_threads
 from ding_lite.worker.collector.evaluator import Evaluator
 from ding_lite.worker.collector.video_writer import VIDEO_SUFFIXES, VideoWriter, video_suffix
 from ding_lite.worker.learner.base_learner import read_checkpoint
@@ -96,7 +97,7 @@ def render_video(
             cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device="cpu"
         )
         returns, lengths = [], []
-        with VideoWriter(out, frame_rate(env)) as video:
+        with VideoWriter(out, frame_rate(env)) as video, torch_threads(cfg.system.torch_threads):
             for i in range(episodes):
                 evaluator = Evaluator(env, policy.eval_mode, seed=seed + i, max_steps=MAX_STEPS)
                 before = video.frames

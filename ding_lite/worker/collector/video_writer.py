@@ -105,6 +105,7 @@ class VideoWriter:
         fd, tmp = tempfile.mkstemp(
             prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
         )
+        os.fchmod(fd, 0o644)  # a video to share, not mkstemp's private 0600
         os.close(fd)
         self._tmp = Path(tmp)
         self._writer: Any = None  # imageio-ffmpeg's frame generator, from the first frame

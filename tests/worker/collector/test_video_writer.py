@@ -38,6 +38,7 @@ def test_mp4_holds_every_frame_at_its_size_and_rate(tmp_path):
     assert set(np.nonzero(red.any(axis=0))[0]) >= set(range(11, 15))
     assert iio.immeta(path, plugin="FFMPEG")["fps"] == 25.0
     assert [p.name for p in path.parent.iterdir()] == ["a.mp4"]  # no temp file left
+    assert path.stat().st_mode & 0o777 == 0o644  # a file to share, not a private one
 
 
 def test_mp4_pads_odd_sizes_to_even(tmp_path):
@@ -56,6 +57,7 @@ def test_gif_holds_every_distinct_frame(tmp_path):
     assert (video.info.frames, video.info.width, video.info.height) == (7, 45, 31)
     back = iio.imread(tmp_path / "a.gif")
     assert back.shape[:3] == (7, 31, 45)
+    assert (tmp_path / "a.gif").stat().st_mode & 0o777 == 0o644
 
 
 def test_a_failed_video_leaves_nothing(tmp_path):

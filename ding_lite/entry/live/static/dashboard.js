@@ -177,12 +177,14 @@ class RunPane {
       const plot = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": tag });
       const axes = svg("path", { class: "axis", d: `M${PAD_L},${PAD_T} V${H - PAD_B} H${W - PAD_R}` });
       const line = svg("polyline", { class: "line", points: "" });
+      // The newest point as a dot: a line needs two points, a run's first evaluation is one.
+      const dot = svg("circle", { class: "dot", r: "3", cx: "0", cy: "0" });
       const labels = [0, 1, 2, 3].map(() => svg("text", {}));
-      plot.append(axes, line, ...labels);
+      plot.append(axes, line, dot, ...labels);
       const figure = el("figure", { class: "chart", "data-tag": tag },
         el("figcaption", {}, el("span", {}, tag), last), plot);
       this.group(tag).append(figure);
-      chart = { line, last, labels };
+      chart = { line, dot, last, labels };
       this.charts.set(tag, chart);
     }
     const points = this.series.get(tag);
@@ -195,6 +197,9 @@ class RunPane {
     const sy = (y) => H - PAD_B - ((y - y0) / (y1 - y0)) * (H - PAD_T - PAD_B);
     chart.line.setAttribute("points", points.map((p) => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" "));
     chart.line.setAttribute("data-count", String(points.length));
+    const newest = points[points.length - 1];
+    chart.dot.setAttribute("cx", sx(newest[0]).toFixed(1));
+    chart.dot.setAttribute("cy", sy(newest[1]).toFixed(1));
     chart.last.textContent = fmt(ys[ys.length - 1]);
     const place = [[fmt(y1), 2, PAD_T + 8, "start"], [fmt(y0), 2, H - PAD_B, "start"],
       [fmt(x0), PAD_L, H - 4, "start"], [`${fmt(x1)} steps`, W - PAD_R, H - 4, "end"]];

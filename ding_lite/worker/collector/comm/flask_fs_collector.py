@@ -25,6 +25,7 @@ from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import ConfigError, DingLiteError
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.paths import is_worker_id, resolve_inside
+from ding_lite.utils.threads import set_worker_threads
 from ding_lite.worker.collector.comm.async_collector import AsyncCollector
 from ding_lite.worker.collector.comm.sender import DataPlaneSender
 from ding_lite.worker.collector.eval_video import EvalVideo
@@ -114,9 +115,8 @@ class FlaskFileSystemCollector:
                 f"collector id {self.worker_id!r} cannot name a data folder; use letters,"
                 " digits, '.', '_' and '-' (at most 64, not '.' or '..')"
             )
-        cfg = compile_sent_config(data["config"])
-        if self._device_override:
-            cfg.device = self._device_override
+        cfg = compile_sent_config(data["config"], self._device_override)
+        set_worker_threads(cfg.system.torch_threads)
         self.cfg = cfg
         self._path_policy = Path(cfg.system.path_policy or Path(cfg.exp_dir) / "policy")
         policy_path = None

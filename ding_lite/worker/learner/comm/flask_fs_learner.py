@@ -27,6 +27,7 @@ from ding_lite.utils import distributed
 from ding_lite.utils.log import build_tb_logger, get_logger
 from ding_lite.utils.paths import UnsafePathError, scan_rollouts
 from ding_lite.utils.stop import DISK_FULL, DIVERGED, LEARNER_FAILED, STOP_REASONS, limit_reached
+from ding_lite.utils.threads import set_worker_threads
 from ding_lite.worker.learner.base_learner import BaseLearner
 from ding_lite.worker.learner.comm.base_comm_learner import BaseCommLearner
 from ding_lite.worker.learner.comm.best import BestPolicyWriter, check_best
@@ -172,9 +173,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
             return {**self._start_answer(), "running": True}
         self._learner, self._thread, self._best = None, None, None  # resident: a new run
         self.closed.clear()
-        cfg = compile_sent_config(data["config"])
-        if self._device_override:
-            cfg.device = self._device_override
+        cfg = compile_sent_config(data["config"], self._device_override)
+        set_worker_threads(cfg.system.torch_threads)
         self.cfg = cfg
         probe, self.policy, batch = build_policy(cfg)
         self.device = self.policy.device

@@ -35,6 +35,7 @@ from ding_lite.utils.device import resolve_device
 from ding_lite.utils.errors import ConfigError
 from ding_lite.utils.log import get_logger
 from ding_lite.utils.rng import set_seed
+from ding_lite.utils.threads import set_worker_threads
 from ding_lite.worker.learner.base_learner import BaseLearner
 
 #: Exit code of a learner rank whose group broke (a peer died, or a collective timed out).
@@ -221,6 +222,7 @@ class RankFollower:
     def _start(self, config: dict[str, Any], checkpoint: str | None) -> None:
         self._end_run()
         cfg = compile_sent_config(config)
+        set_worker_threads(cfg.system.torch_threads)
         _, policy, _ = build_policy(cfg, self._device_override)
         learner_cfg = dict(cfg.learner, load_path="")
         learner_cfg["hook"] = {

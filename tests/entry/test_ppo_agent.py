@@ -98,6 +98,36 @@ def test_flies_p2_given_as_an_agent_or_by_name(ckpt):
     assert (by_name.speed[:, 1] > P.START_SPEED).all()  # P2 flies at the policy's throttle 1
 
 
+def test_a_recurrent_checkpoint_with_obs_norm_flies_with_its_memory_and_statistics(tmp_path):
+    overrides = ["policy.model.core=gru", "policy.model.core_size=8", "policy.model.obs_norm=true"]
+    cfg = compile_config("aircombat_ppo", overrides)
+    env = create_env("aircombat", 1, **cfg.env.kwargs)
+    torch.manual_seed(0)
+    policy = create_policy(cfg.policy, obs_shape=env.obs_shape, action_space=env.action_space)
+    policy.collect_mode.obs_rms.merge(policy.collect_mode.obs_rms.summarize(_obs(64, seed=3) * 5))
+    path = BaseLearner(cfg.learner, policy, exp_name="t", exp_dir=tmp_path).save_checkpoint()
+    agent = create_agent("ppo", num_envs=4, ckpt=path, config=cfg, deterministic=True)
+    model = agent.policy.model
+    assert model.obs_rms.count > 0 and agent.memory.shape == (4, model.state_size)
+    h = model.initial_state(4)
+    starts = torch.ones(4, dtype=torch.bool)
+    for step in range(3):  # the agent's actions are the model's on normalized obs, memory kept
+        obs = _obs(4, seed=step)
+        want, _, _, h = model.step(model.normalize_obs(obs), h, starts, deterministic=True)
+        starts = torch.zeros(4, dtype=torch.bool)
+        out = agent.act(obs)
+        assert torch.equal(out["rudder"], want[:, 0]) and torch.equal(out["fire"], want[:, 1])
+        assert torch.equal(agent.memory, h)
+    saved = agent.state_dict()
+    agent.reset(torch.tensor([True, False, False, True]))  # copies 0 and 3 start again
+    obs = _obs(4, seed=9)
+    starts = torch.tensor([True, False, False, True])
+    want, _, _, _ = model.step(model.normalize_obs(obs), h, starts, deterministic=True)
+    assert torch.equal(agent.act(obs)["rudder"], want[:, 0])
+    agent.load_state_dict(saved)  # as an env's state restores its opponent
+    assert torch.equal(agent.memory, h) and not agent.starts.any()
+
+
 def test_clear_errors(ckpt, tmp_path):
     with pytest.raises(ValueError, match="agent 'ppo' needs ckpt=PATH"):
         create_agent("ppo", num_envs=2)

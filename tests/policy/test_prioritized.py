@@ -249,6 +249,28 @@ def test_prioritized_recurrent_segments():
     info = policy.learn_mode.forward(data)
     assert info["minibatches"] == 3 * (192 // 64)
     assert math.isfinite(info["prio_is_weight_mean"]) and info["prio_is_weight_mean"] > 0
+    # DI-engine's priority info: each segment's index in the batch and its probability.
+    probs = segment_probs(data["adv"], horizon=8, alpha=1.0)
+    assert info["priority_info"]["replay_buffer_idx"] == list(range(192 // 8))
+    assert info["priority_info"]["priority"] == pytest.approx(probs.tolist())
+
+
+def test_the_learner_hands_the_priorities_to_its_priority_info(tmp_path):
+    from ding_lite.worker.learner import BaseLearner
+
+    torch.manual_seed(0)
+    cfg = _cfg(["policy.learn.prio_alpha=0.8"])
+    policy = PPOPolicy(cfg.policy, obs_shape=(4,), action_space=Discrete(2))
+    learner = BaseLearner({}, policy, exp_dir=tmp_path)
+    assert learner.priority_info is None
+    info = learner.train(_batch())
+    assert "priority_info" not in info and all(isinstance(v, float) for v in info.values())
+    want = segment_probs(_batch()["adv"], horizon=1, alpha=0.8).tolist()
+    assert learner.priority_info == {"replay_buffer_idx": list(range(192)), "priority": want}
+    plain = PPOPolicy(_cfg().policy, obs_shape=(4,), action_space=Discrete(2))
+    uniform = BaseLearner({}, plain, exp_dir=tmp_path)
+    uniform.train(_batch())
+    assert uniform.priority_info is None
 
 
 @pytest.mark.parametrize(

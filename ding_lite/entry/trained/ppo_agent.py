@@ -29,7 +29,10 @@ class PPOAgent(Agent):
     The policy's action maps to the agent's dict by its width: ``[rudder, fire]`` (the
     experiment fixed the throttle, whose value is used) or ``[rudder, throttle, fire]``.
     The model's own observation is the side's ``[N, 10]`` observation, which is the same
-    for either side, so a policy trained as P1 can fly P2.
+    for either side, so a policy trained as P1 can fly P2. Observations are normalized with
+    the statistics saved in the checkpoint (``policy.model.obs_norm``), as the policy saw
+    them in training. A recurrent policy (``policy.model.core``) carries its state per
+    copy: zeroed where the env resets a copy (:meth:`reset`), saved with the env's state.
 
     Args:
         num_envs: Number of env copies ``N``.
@@ -88,12 +91,9 @@ class PPOAgent(Agent):
             action_space=probe.action_space,
             device=self.device,
         )
-        if self.policy.recurrent:
-            raise ConfigError(
-                f"agent 'ppo' plays feed-forward policies; {self.checkpoint} has a recurrent "
-                f"core ({cfg.policy.model.core}), which needs its episode starts"
-            )
         self.policy.model.eval()
+        self.memory = self.policy.model.initial_state(num_envs, self.device)  # [N, size]
+        self.starts = torch.ones(num_envs, dtype=torch.bool, device=self.device)
         self.throttle = 1.0 if probe.throttle is None else probe.throttle
         if deterministic is None:
             deterministic = bool(cfg.policy.eval.deterministic)
@@ -103,10 +103,11 @@ class PPOAgent(Agent):
 
     @torch.inference_mode()
     def act(self, obs: Tensor, inbound: Tensor | None = None) -> Action:
+        x = self.policy.model.normalize_obs(obs)
         if self.deterministic:
-            action, _, _ = self.policy.model.act(obs, deterministic=True)
+            action = self._step(x, deterministic=True)
         else:
-            action = self._sample(obs)
+            action = self._sample(x)
         rudder, fire = action[:, 0], action[:, -1]
         if action.shape[1] == 3:
             throttle = action[:, 1]
@@ -114,25 +115,47 @@ class PPOAgent(Agent):
             throttle = torch.full_like(rudder, self.throttle)
         return {"rudder": rudder, "throttle": throttle, "fire": fire}
 
-    def _sample(self, obs: Tensor) -> Tensor:
+    def _step(self, x: Tensor, deterministic: bool = False) -> Tensor:
+        """The actions for normalized observations, the memory carried (a feed-forward
+        model's is empty)."""
+        action, _, _, self.memory = self.policy.model.step(
+            x, self.memory, self.starts, deterministic=deterministic
+        )
+        self.starts = torch.zeros_like(self.starts)
+        return action
+
+    def _sample(self, x: Tensor) -> Tensor:
         """Samples with torch's global RNG, seeded from the agent's own generator and
         restored afterwards."""
         seed = int(torch.randint(2**62, (1,), generator=self.generator))
-        devices = [obs.device] if obs.device.type == "cuda" else []
+        devices = [x.device] if x.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
-            action, _, _ = self.policy.model.act(obs)
-        return action
+            return self._step(x)
+
+    def reset(self, env_mask: Tensor | None = None) -> None:
+        """The copies in ``env_mask`` (None: all) start a new episode: their memory is
+        zeroed at the next step."""
+        if env_mask is None:
+            self.starts = torch.ones_like(self.starts)
+        else:
+            self.starts = self.starts | env_mask.to(self.starts.device)
 
     def to(self, device: str | torch.device) -> Agent:
         super().to(device)
         self.policy.model.to(self.device)
         self.policy.device = self.device
+        self.memory, self.starts = self.memory.to(self.device), self.starts.to(self.device)
         return self
 
     def state_dict(self) -> dict[str, Any]:
-        """The sampling generator's state; the weights stay in the checkpoint."""
-        return {"generator": self.generator.get_state()}
+        """The sampling generator's state and each copy's memory (and which copies start
+        an episode at the next step); the weights stay in the checkpoint."""
+        memory = {"memory": self.memory.cpu(), "starts": self.starts.cpu()}
+        return {"generator": self.generator.get_state(), **memory}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.generator.set_state(state["generator"].cpu())
+        if "memory" in state:  # not in a state saved before the agent had memory
+            self.memory = state["memory"].to(self.device, self.memory.dtype)
+            self.starts = state["starts"].to(self.device, torch.bool)

@@ -9,7 +9,7 @@ one minibatch is (:func:`minibatches`). What a minibatch costs is
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -125,13 +125,22 @@ class SegmentSampler:
         self._drawn.append(weights)
         return order, weights
 
-    def info(self) -> dict[str, float]:
-        """``{"prio_is_weight_mean": mean weight of every segment drawn so far}`` when
-        prioritized; ``{}`` when uniform (the stored update reference pins the learn info's
-        keys of the uniform update)."""
-        if not self._drawn:
+    def info(self) -> dict[str, Any]:
+        """When prioritized, ``{"prio_is_weight_mean": mean weight of every segment drawn so
+        far, "priority_info": {"replay_buffer_idx": each segment's index in the batch
+        (segment s is rows s * horizon on), "priority": its sampling probability}}`` (the
+        learner's ``priority_info``, DI-engine's shape); ``{}`` when uniform (the stored
+        update reference pins the learn info's keys of the uniform update)."""
+        if not self._drawn or self.probs is None:
             return {}
-        return {"prio_is_weight_mean": float(torch.cat(self._drawn).mean())}
+        priority = self.probs.tolist()
+        return {
+            "prio_is_weight_mean": float(torch.cat(self._drawn).mean()),
+            "priority_info": {
+                "replay_buffer_idx": list(range(len(priority))),
+                "priority": priority,
+            },
+        }
 
 
 def minibatches(

@@ -106,13 +106,14 @@ class PPOUpdate:
             return value
         return value * max(0.0, 1.0 - self.iteration / self.total_iters)
 
-    def __call__(self, b: Batch) -> dict[str, float]:
+    def __call__(self, b: Batch) -> dict[str, Any]:
         """One update on a prepared batch ``b`` (``obs``, ``action``, ``logp``, ``value``,
         ``adv``, ``ret``...); returns the scalars to log: the terms' means
         (``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``, ``clipfrac``,
         ``kl_ref``, ``losses/<name>``), the batch's statistics, ``grad_norm``,
         ``learning_rate``, ``minibatches``, ``skipped_steps``, ``diverged`` and, with
-        ``prio_alpha > 0``, ``prio_is_weight_mean``."""
+        ``prio_alpha > 0``, ``prio_is_weight_mean`` and ``priority_info`` (each segment's
+        index and sampling probability: lists, not scalars)."""
         s = self.settings
         lr = self.annealed(s.learning_rate, s.lr_anneal)
         for group in self.optimizer.param_groups:

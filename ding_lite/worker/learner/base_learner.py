@@ -82,8 +82,7 @@ class BaseLearner:
         self._exp_dir = Path(exp_dir if exp_dir is not None else exp_name)
         self._get_data = get_data
         self._logger = get_logger(instance_name)
-        # Iterations done (the policy version, what checkpoints record); ``last_iter``, the
-        # counter hooks see, follows it once the after_iter hooks have run (DI-engine's order).
+        # Iterations done (the policy version); ``last_iter`` catches up after the after_iter hooks.
         self._iters_done = 0
         self._last_iter = CountVar(0)
         #: The checkpoint file the last ``load_checkpoint`` restored (None before any).
@@ -175,14 +174,14 @@ class BaseLearner:
             info = learn.forward(data)
         self._iters_done += 1
         self._learn_info = dict(info)
+        # DI-engine's {"replay_buffer_idx", "priority"}: lists, not scalars to log.
+        self._priority_info = self._learn_info.pop("priority_info", self._priority_info)
         if info.get("diverged"):  # too many non-finite steps in a row: more cannot help
             self._logger.info(
                 f"iteration {self._iters_done}: the policy skipped too many optimizer steps in "
                 "a row for a non-finite loss or gradient"
             )
             self.request_stop(DIVERGED)
-        if "priority" in info:
-            self._priority_info = {"priority": info["priority"]}
         self.call_hook("after_iter")
         self._last_iter.update(self._iters_done)
         self._tick_time = time.perf_counter() - start
@@ -347,7 +346,8 @@ class BaseLearner:
 
     @property
     def priority_info(self) -> dict[str, Any] | None:
-        """Priorities the last iteration produced (None for PPO, which makes none)."""
+        """Each segment's index in the last batch and its priority, DI-engine's way:
+        ``{"replay_buffer_idx": [...], "priority": [...]}``; None if sampling is uniform."""
         return self._priority_info
 
     @property

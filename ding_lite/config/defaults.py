@@ -155,7 +155,9 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             # A KL(policy || reference) penalty subtracted from every step's reward before
             # the advantages: type "none", "fixed" (coef) or "adaptive" (coef moved toward
             # target, by at most 20% per horizon env steps); logged as charts/kl_reward_coef.
-            kl_in_reward=dict(type="none", coef=0.001, target=0.01, horizon=10_000),
+            # estimator: how each step's KL is estimated from the action's log-probs: "k1"
+            # (alias "kl"), "abs", "k2" ("mse"), "k3" ("low_var_kl"), or a registered one.
+            kl_in_reward=dict(type="none", coef=0.001, target=0.01, horizon=10_000, estimator="k1"),
             # Clip the global gradient norm to this (None: no clipping).
             grad_clip_norm=0.5,
             # Minibatches whose gradients are summed before one optimizer step.
@@ -165,6 +167,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
             max_skipped_steps=50,
             # Weight of a KL(policy || reference policy) penalty (0: off).
             kl_coef=0.0,
+            # How that KL is computed: "full" (exact, between the action distributions) or
+            # estimated from the minibatch's actions: "k1", "abs", "k2", "k3" (verl's kl,
+            # abs, mse, low_var_kl; those names work too) or a registered estimator.
+            kl_estimator="full",
             # kl_coef is multiplied by this after every iteration.
             kl_coef_decay=1.0,
             # Copy the policy into the reference every this many iterations (0: the initial

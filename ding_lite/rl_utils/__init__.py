@@ -1,5 +1,5 @@
-"""Pure tensor functions for RL maths: GAE, PPO losses, the advantage-estimator and
-policy-loss registries, prioritized segment sampling."""
+"""Pure tensor functions for RL maths: GAE, PPO losses, the advantage-estimator,
+policy-loss and KL-estimator registries, prioritized segment sampling."""
 
 from .adv_estimator import (
     ADV_ESTIMATOR_REGISTRY,
@@ -10,6 +10,12 @@ from .adv_estimator import (
     register_adv_estimator,
 )
 from .gae import gae, gae_with_returns
+from .kl_estimators import (
+    KL_ESTIMATOR_REGISTRY,
+    get_kl_estimator,
+    list_kl_estimators,
+    register_kl_estimator,
+)
 from .policy_loss import (
     POLICY_LOSS_REGISTRY,
     ClipRanges,
@@ -32,6 +38,7 @@ from .vtrace import vtrace
 
 __all__ = [
     "ADV_ESTIMATOR_REGISTRY",
+    "KL_ESTIMATOR_REGISTRY",
     "POLICY_LOSS_REGISTRY",
     "AdvEstimator",
     "AdvFn",
@@ -43,9 +50,11 @@ __all__ = [
     "gae",
     "gae_with_returns",
     "get_adv_estimator",
+    "get_kl_estimator",
     "get_policy_loss",
     "is_weights",
     "list_adv_estimators",
+    "list_kl_estimators",
     "list_policy_losses",
     "needs_proximal",
     "normalize_advantages",
@@ -53,6 +62,7 @@ __all__ = [
     "ppo_value_loss",
     "prio_beta",
     "register_adv_estimator",
+    "register_kl_estimator",
     "register_policy_loss",
     "segment_probs",
     "vtrace",

@@ -58,7 +58,7 @@ def test_run_worker_options_reach_the_slave_and_master_timeout_stops(monkeypatch
             built.update(kwargs)
             self.last_contact = time.monotonic() - 1_000.0  # no answer for a long time
 
-    monkeypatch.setattr(worker_process, "Slave", FakeSlave)
+    monkeypatch.setattr(worker_process, "SLAVES", {"collector": FakeSlave})
     monkeypatch.setattr(worker_process, "FlaskFileSystemCollector", FakeWorker)
     monkeypatch.setattr(worker_process, "setup_console_logging", levels.append)
     code = worker_process.run_worker(
@@ -89,7 +89,7 @@ def test_a_worker_whose_id_was_taken_over_stops(monkeypatch, caplog):
         def __init__(self, *args, **kwargs):
             self.last_contact = time.monotonic()  # the master answered just now
 
-    monkeypatch.setattr(worker_process, "Slave", EvictedSlave)
+    monkeypatch.setattr(worker_process, "SLAVES", {"collector": EvictedSlave})
     monkeypatch.setattr(worker_process, "FlaskFileSystemCollector", FakeWorker)
     monkeypatch.setattr(worker_process, "setup_console_logging", lambda level: None)
     with caplog.at_level(logging.ERROR, logger="ding_lite"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -10,7 +12,7 @@ from ding_lite.entry.run.options import RunOptions, compile_run_config
 from ding_lite.envs.spaces import Discrete
 from ding_lite.policy import create_policy
 from ding_lite.policy.ppo.advantages import STALE_CALLS, AdvantageStep, as_rows, time_major
-from ding_lite.rl_utils import get_adv_estimator
+from ding_lite.rl_utils import get_adv_estimator, get_kl_estimator
 from ding_lite.rl_utils.kl_control import KLController
 from ding_lite.utils.errors import ConfigError
 
@@ -143,6 +145,10 @@ def test_the_kl_penalty_is_subtracted_from_the_reward_before_the_advantages():
     # kl per step = -0.5 - (-1) = 0.5; reward 1 - 0.5 * 0.5 = 0.75: returns scale by 3/4.
     torch.testing.assert_close(penalized["ret"], plain["ret"] * 0.75)
     assert info["data/kl_in_reward"] == 0.5 and info["charts/kl_reward_coef"] == 0.5
+    # k3 (verl's low_var_kl) in place of k1: exp(r) - r - 1 with r = -1 - (-0.5) = -0.5.
+    k3 = _step("reinforce_pp", kl=KLController(0.5, estimator=get_kl_estimator("k3")))
+    _, info = k3(rollout, lambda data: torch.full((T * B,), -1.0))
+    assert info["data/kl_in_reward"] == pytest.approx(math.exp(-0.5) + 0.5 - 1)
 
 
 def test_rows_and_time_major_are_inverse():

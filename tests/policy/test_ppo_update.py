@@ -20,7 +20,13 @@ from ding_lite.policy.ppo.terms import (
     mean_terms,
     total_loss,
 )
-from ding_lite.rl_utils import ClipRanges, entropy_loss, normalize_advantages, ppo_policy_loss
+from ding_lite.rl_utils import (
+    ClipRanges,
+    entropy_loss,
+    get_kl_estimator,
+    normalize_advantages,
+    ppo_policy_loss,
+)
 from ding_lite.rl_utils.policy_loss import ppo_clip
 
 
@@ -74,10 +80,18 @@ def test_rank_parts_make_up_the_whole_minibatch(ranks):
         assert all(p[i].obs.shape[0] == 8 // ranks for p in parts)
 
 
-def _terms(model, mb, *, clip_ratio=0.2, v_clip=None, ref_model=None, policy_loss=ppo_clip):
+def _terms(
+    model, mb, *, clip_ratio=0.2, v_clip=None, ref_model=None, policy_loss=ppo_clip, kl="full"
+):
     clip = ClipRanges(clip_ratio, None, None, clip_ratio_c=3.0, is_max=1.0)
     p = MinibatchPass(
-        model, mb, clip=clip, v_clip=v_clip, ref_model=ref_model, policy_loss=policy_loss
+        model,
+        mb,
+        clip=clip,
+        v_clip=v_clip,
+        ref_model=ref_model,
+        policy_loss=policy_loss,
+        kl_estimator=kl,
     )
     return loss_terms(p)
 
@@ -128,6 +142,26 @@ def test_kl_to_the_reference():
     assert terms["kl_ref"].item() > 0 and terms["kl_ref"].requires_grad
     terms["kl_ref"].backward()
     assert all(p.grad is None for p in ref.parameters())  # the reference is not trained
+
+
+@pytest.mark.parametrize("estimator", ["k1", "abs", "k2", "k3", "low_var_kl"])
+def test_the_kl_term_by_a_sampled_estimator(estimator):
+    model = _model()
+    mb = next(minibatches(_data(), torch.arange(20), 10, normalize=False))
+    same = _terms(model, mb, ref_model=copy.deepcopy(model), kl=estimator)
+    assert same["kl_ref"].item() == pytest.approx(0.0, abs=1e-6)
+    ref = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.add_(0.3)
+    terms = _terms(model, mb, ref_model=ref, kl=estimator)
+    dist, ref_dist = model.get_dist(mb.obs), ref.get_dist(mb.obs)
+    logp, ref_logp = dist.log_prob(mb.action), ref_dist.log_prob(mb.action)
+    want = get_kl_estimator(estimator)(logp, ref_logp).mean()
+    assert terms["kl_ref"].item() == pytest.approx(want.item(), rel=1e-5)
+    assert terms["kl_ref"].requires_grad
+    terms["kl_ref"].backward()
+    assert all(p.grad is None for p in ref.parameters())
 
 
 def test_mean_terms_average_each_field():

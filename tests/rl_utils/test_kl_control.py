@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
+import torch
 
 from ding_lite.policy.ppo.settings import kl_controller
 from ding_lite.rl_utils.kl_control import KLController
@@ -49,9 +52,18 @@ def test_the_state_resumes_the_adapted_coefficient():
 
 def test_config_options():
     assert kl_controller({"type": "none", "coef": 0.1}) is None
-    fixed = kl_controller({"type": "fixed", "coef": 0.2, "target": 0.01, "horizon": 10})
+    base = {"coef": 0.2, "target": 0.01, "horizon": 10, "estimator": "k1"}
+    fixed = kl_controller({"type": "fixed", **base})
     assert fixed is not None and not fixed.adaptive and fixed.coef == 0.2
+    k3 = kl_controller({"type": "fixed", **base, "estimator": "low_var_kl"})
+    assert k3.estimate(torch.tensor([0.0]), torch.tensor([-1.0])).item() == pytest.approx(
+        math.exp(-1.0)
+    )
+    with pytest.raises(ConfigError, match="estimator=full: a step's reward has the log-probs"):
+        kl_controller({"type": "fixed", **base, "estimator": "full"})
     with pytest.raises(ConfigError, match="kl_in_reward.type must be one of"):
         kl_controller({"type": "pid"})
     with pytest.raises(ConfigError, match="kl_in_reward.target out of range"):
-        kl_controller({"type": "adaptive", "coef": 0.1, "target": 0, "horizon": 10})
+        kl_controller(
+            {"type": "adaptive", "coef": 0.1, "target": 0, "horizon": 10, "estimator": "k1"}
+        )

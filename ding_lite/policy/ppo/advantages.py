@@ -127,7 +127,7 @@ class AdvantageStep:
         if self.kl is not None:
             if ref_logp is None:
                 raise ValueError("kl_in_reward needs the reference policy's log-probs")
-            kl_step = rollout["logp"] - ref_logp(rollout)
+            kl_step = self.kl.estimate(rollout["logp"], ref_logp(rollout))
             info["charts/kl_reward_coef"] = self.kl.coef
             reward = reward - self.kl.coef * kl_step
             mean_kl = float(kl_step.mean()) if kl_step.numel() else 0.0

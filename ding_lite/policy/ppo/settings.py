@@ -16,6 +16,7 @@ from typing import Any
 
 from ding_lite.rl_utils import ClipRanges, get_adv_estimator, needs_proximal
 from ding_lite.rl_utils.kl_control import KL_IN_REWARD_TYPES, KLController
+from ding_lite.rl_utils.kl_estimators import FULL, get_kl_estimator
 from ding_lite.utils.errors import ConfigError
 
 
@@ -59,6 +60,7 @@ class PPOSettings:
     norm_by_std: bool = _from("learn")
     recompute_values: bool = _from("learn")
     kl_in_reward: Mapping[str, Any] = _from("learn")
+    kl_estimator: str = _from("learn")
     grad_clip_norm: float | None = _from("learn")
     grad_accum_steps: int = _from("learn")
     max_skipped_steps: int = _from("learn")
@@ -114,7 +116,8 @@ def kl_controller(kl_in_reward: Mapping[str, Any]) -> KLController | None:
     """The controller ``policy.learn.kl_in_reward`` asks for; None when its type is "none".
 
     Raises:
-        ConfigError: an unknown type, or a coefficient, target or horizon out of range.
+        ConfigError: an unknown type or estimator (``full`` has no distributions here), or
+            a coefficient, target or horizon out of range.
     """
     kind = kl_in_reward["type"]
     if kind not in KL_IN_REWARD_TYPES:
@@ -132,7 +135,19 @@ def kl_controller(kl_in_reward: Mapping[str, Any]) -> KLController | None:
     ):
         if isinstance(value, bool) or not ok:
             raise ConfigError(f"policy.learn.kl_in_reward.{key} out of range: {value!r}")
-    return KLController(coef, adaptive=kind == "adaptive", target=target, horizon=horizon)
+    name = kl_in_reward["estimator"]
+    if name == FULL:
+        raise ConfigError(
+            "policy.learn.kl_in_reward.estimator=full: a step's reward has the log-probs of "
+            "its action only; use k1, abs, k2 or k3"
+        )
+    return KLController(
+        coef,
+        adaptive=kind == "adaptive",
+        target=target,
+        horizon=horizon,
+        estimator=get_kl_estimator(name),
+    )
 
 
 def check_update_config(cfg: Mapping[str, Any]) -> None:
@@ -154,6 +169,7 @@ def check_update_config(cfg: Mapping[str, Any]) -> None:
     name = learn["adv_estimator"]
     estimator = get_adv_estimator(name)
     needs_proximal(learn["policy_loss"])  # an unknown loss fails here, by name
+    get_kl_estimator(learn["kl_estimator"])  # so does an unknown KL estimator
     kl_controller(learn["kl_in_reward"])
     recurrent = model["core"] != "none"
     if not model["critic"]:

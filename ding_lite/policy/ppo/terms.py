@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from ding_lite.policy.ppo.batches import Minibatch
 from ding_lite.policy.ppo.settings import PPOSettings
 from ding_lite.rl_utils import ClipRanges, PolicyLossFn, entropy_loss, ppo_value_loss
+from ding_lite.rl_utils.kl_estimators import FULL, get_kl_estimator
 from ding_lite.rl_utils.policy_loss import approx_kl
 from ding_lite.utils.distributed import all_mean_
 from ding_lite.utils.registry import Registry
@@ -70,6 +71,9 @@ class MinibatchPass:
             time, or None for the plain loss.
         ref_model: The reference policy of the KL penalty (its ``get_dist``), or None.
         policy_loss: A registered policy loss (``ding_lite.rl_utils.policy_loss``).
+        kl_estimator: How ``kl_ref`` is computed: ``"full"``, the exact KL between the
+            action distributions, or a registered estimator from the log-probs of the
+            minibatch's actions (``ding_lite.rl_utils.kl_estimators``).
 
     Attributes:
         dist, newvalue: The model's action distribution and values, [N].
@@ -80,7 +84,8 @@ class MinibatchPass:
         metrics: The policy loss's other named metrics, detached (``clipfrac_lower``...).
         v_loss: The critic loss, ``0.5 * MSE`` (clipped with ``v_clip``), with gradient; 0
             without a value head.
-        kl_ref: Mean KL(current || reference policy), with gradient; 0 without a reference.
+        kl_ref: Mean KL(current || reference policy) as ``kl_estimator`` has it, with
+            gradient; 0 without a reference.
         entropy: Mean entropy of the action distribution, with gradient.
     """
 
@@ -93,6 +98,7 @@ class MinibatchPass:
         v_clip: float | None,
         ref_model: nn.Module | None,
         policy_loss: PolicyLossFn,
+        kl_estimator: str = FULL,
     ) -> None:
         self.mb, self.v_clip, self.ref_model = mb, v_clip, ref_model
         self.memory = () if mb.state is None else (mb.state, mb.episode_start)
@@ -122,7 +128,11 @@ class MinibatchPass:
         if ref_model is not None:
             with torch.no_grad():
                 ref_dist = ref_model.get_dist(mb.obs, *self.memory)
-            self.kl_ref = self.dist.kl(ref_dist).mean()
+            if kl_estimator == FULL:
+                self.kl_ref = self.dist.kl(ref_dist).mean()
+            else:
+                estimate = get_kl_estimator(kl_estimator)
+                self.kl_ref = estimate(self.newlogprob, ref_dist.log_prob(mb.action)).mean()
         self.entropy = entropy_loss(self.dist.entropy())
 
 

@@ -192,6 +192,7 @@ class PPOUpdate:
                         v_clip=s.v_clip,
                         ref_model=ref_model,
                         policy_loss=self.policy_loss,
+                        kl_estimator=s.kl_estimator,
                     )
                 )
                 loss = total_loss(terms, weights)

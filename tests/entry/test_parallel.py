@@ -104,7 +104,8 @@ def test_run_completes_cleans_up_and_leaves_nothing_running(tmp_path):
     (events,) = (run / "tb" / "learner0").glob("events.out.tfevents.*")
     learner_tags = set(read_tb_scalars(events))
     assert {"perf/advantage_s", "perf/update_s", "perf/publish_s"} <= learner_tags
-    assert {"data/reward_mean", "data/advantage_mean", "data/advantage_std"} <= learner_tags
+    data_tags = {"data/reward_mean", "data/reward_std", "data/advantage_mean", "data/advantage_std"}
+    assert data_tags <= learner_tags
     assert {p.name for p in (run / "logs").iterdir()} >= {
         "coordinator.log",
         "learner0.log",

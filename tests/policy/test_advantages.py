@@ -133,7 +133,7 @@ def test_an_empty_batch_trains_nothing_but_counts_the_iteration():
     rollout = _rollout({}, [0, 0, 0, 0])  # no episode ends
     info = policy.learn_mode.forward(rollout)
     assert info["minibatches"] == 0.0 and info["data/pending_steps"] == 16
-    assert info["data/reward_mean"] == 1.0
+    assert info["data/reward_mean"] == 1.0 and info["data/reward_std"] == 0.0
 
 
 def test_the_kl_penalty_is_subtracted_from_the_reward_before_the_advantages():

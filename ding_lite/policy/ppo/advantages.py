@@ -116,14 +116,18 @@ class AdvantageStep:
         Returns:
             ``(batch, info)``: the trained fields with ``adv`` and ``ret`` (for an
             episode-level estimator, the steps of the groups completed so far, possibly
-            none), and ``data/reward_mean`` (the rollout's mean reward per step, before
+            none), and ``data/reward_mean`` and ``data/reward_std`` (the mean and standard
+            deviation of the rollout's rewards per step, before
             any KL penalty), with a KL controller also ``charts/kl_reward_coef`` and
             ``data/kl_in_reward`` (the mean per-step KL estimate), with an episode-level
             estimator ``data/pending_steps`` and ``data/dropped_steps`` (so far: steps of
             episodes a missing rollout or a lost collector cut).
         """
         reward = rollout["reward"]
-        info = {"data/reward_mean": float(reward.mean()) if reward.numel() else 0.0}
+        info = {
+            "data/reward_mean": float(reward.mean()) if reward.numel() else 0.0,
+            "data/reward_std": float(reward.std()) if reward.numel() > 1 else 0.0,
+        }
         if self.kl is not None:
             if ref_logp is None:
                 raise ValueError("kl_in_reward needs the reference policy's log-probs")

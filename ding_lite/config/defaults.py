@@ -42,6 +42,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # or config makes a process import them; a run dir's config.json or a start task
         # only names them (docs: gymnasium.rst, "Your own gymnasium.Env").
         import_modules=[],
+        # A registered reward function the collectors train on in place of the env's reward
+        # ("clip", "scale" or your own; "": the env's) and its keyword arguments.
+        reward_fn="",
+        reward_fn_kwargs={},
     ),
     policy=dict(
         # Policy class from the policy registry.
@@ -298,11 +302,8 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # it). "": any node (spread over a cluster's nodes).
         learner_node="",
         collector_node="",
-        # Torch's intra-op threads in each of the run's processes: a number, or "auto": one
-        # for a serial run, eval and render; for the workers the launcher starts, one per
-        # collector and the cores the collectors leave for the learner. Under "auto" an
-        # OMP_NUM_THREADS you set stands. (Torch's own default, a thread per core, made two
-        # runs side by side on 2 cores 5-12x slower.)
+        # Torch's threads per process: a number, or "auto": 1 for serial, eval and render; 1
+        # per collector and the cores left to the learner; an OMP_NUM_THREADS you set stands.
         torch_threads="auto",
     ),
     evaluator=dict(
@@ -396,4 +397,4 @@ MULTI_TYPE_KEYS: dict[str, tuple[type, ...]] = {
 }
 
 # Sections whose keys are free-form (not checked against defaults).
-FREE_FORM_KEYS = ("env.kwargs", "evaluator.env_kwargs")
+FREE_FORM_KEYS = ("env.kwargs", "evaluator.env_kwargs", "env.reward_fn_kwargs")

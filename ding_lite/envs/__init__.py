@@ -29,6 +29,7 @@ from ding_lite.envs.env_modules import import_env_modules
 from ding_lite.envs.gym_adapter import VECTOR_MODES, GymVectorEnv
 from ding_lite.envs.matrix_game import MatrixGameEnv
 from ding_lite.envs.pendulum import PendulumEnv
+from ding_lite.envs.reward_fns import REWARD_FN_REGISTRY, register_reward_fn
 from ding_lite.envs.spaces import ActionSpace, Box, Discrete, Hybrid, MultiDiscrete
 from ding_lite.envs.two_agent_meet import TwoAgentMeetEnv
 from ding_lite.utils.registry import Registry, RegistryError
@@ -43,6 +44,7 @@ __all__ = [
     "Hybrid",
     "MultiDiscrete",
     "PendulumEnv",
+    "REWARD_FN_REGISTRY",
     "TensorVectorEnv",
     "MatrixGameEnv",
     "TwoAgentMeetEnv",
@@ -51,6 +53,7 @@ __all__ = [
     "import_env_modules",
     "list_envs",
     "register_env",
+    "register_reward_fn",
 ]
 
 EnvFactory = Callable[..., TensorVectorEnv]

@@ -42,10 +42,7 @@ def register_kl_estimator(
     Raises:
         RegistryError: ``name`` is taken and ``force`` is False, or ``name`` is empty.
     """
-    if fn is None:
-        return lambda f: register_kl_estimator(name, f, force=force)  # type: ignore[return-value]
-    KL_ESTIMATOR_REGISTRY.register(name, fn, force=force)
-    return fn
+    return KL_ESTIMATOR_REGISTRY.register(name, fn, force=force)
 
 
 def get_kl_estimator(name: str) -> KlEstimatorFn:

@@ -128,9 +128,11 @@ def compile_run_config(cfg: str | Mapping | None, options: RunOptions) -> EasyDi
     for name in _imports(options):
         if name not in resolved.env.import_modules:
             resolved.env.import_modules.append(name)
-    from ding_lite.policy.ppo import check_update_config  # torch: only for a run
+    from ding_lite.envs.reward_fns import build_reward_fn  # torch: only for a run
+    from ding_lite.policy.ppo import check_update_config
 
     check_update_config(resolved)
+    build_reward_fn(resolved.env.reward_fn, resolved.env.reward_fn_kwargs)  # a known name
     return resolved
 
 

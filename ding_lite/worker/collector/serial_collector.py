@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from ding_lite.envs.buffered import BufferedEnv, split_env
+from ding_lite.envs.reward_fns import build_reward_fn
 from ding_lite.model.normalizer import first_statistics
 from ding_lite.policy.base import CollectMode
 from ding_lite.policy.ppo.advantages import as_rows
@@ -79,6 +81,7 @@ class SerialCollector:
         group_size: int = 1,
         rng: RngStream | None = None,
         next_obs: bool = False,
+        reward_fn: Callable[..., torch.Tensor] | None = None,
     ) -> None:
         if horizon < 1 or n_steps % horizon:
             raise ValueError(f"n_steps={n_steps} is not a whole number of {horizon}-step segments")
@@ -89,6 +92,7 @@ class SerialCollector:
         self.gamma = gamma
         self.rng = rng
         self.next_obs = next_obs
+        self.reward_fn = reward_fn  # trained on in place of the env's reward (None: the env's)
         self.agents = int(getattr(env, "num_agents", 1))
         rows = env.num_envs * self.agents  # policy rows per env step
         # Each row's reset group, for an episode-level estimator.
@@ -140,6 +144,7 @@ class SerialCollector:
             group_size=cfg.env.reset_group_size,
             rng=RngStream(stream_seed(seed, COLLECT_STREAM), env.device),
             next_obs=bool(cfg.policy.learn.recompute_values),
+            reward_fn=build_reward_fn(cfg.env.reward_fn, cfg.env.reward_fn_kwargs),
         )
 
     def _alloc(self) -> None:
@@ -215,8 +220,12 @@ class SerialCollector:
                 )
             self._b_actions[t] = action
             results = [group.step_wait() for group in self._groups]
+            before = raw
             raw, reward, terminated, truncated, info = BufferedEnv.concat(results)
             raw, reward = self._per_agent(raw), self._per_agent(reward)
+            if self.reward_fn is not None:
+                step = {"obs": before, "action": action, "reward": reward, "next_obs": raw}
+                reward = self.reward_fn(**step, info=info)
             terminated, truncated = self._repeat(terminated), self._repeat(truncated)
             self._b_terminated[t] = terminated
             torch.logical_or(terminated, truncated, out=self._b_dones[t])

@@ -197,7 +197,7 @@ def test_the_scalars_route_skips_a_damaged_record_and_keeps_the_rest(
     assert answer.status_code == 200
     series = answer.get_json()["series"]
     assert "losses/value_loss" not in series and "charts/eval_return" in series
-    assert len(series) == 24 and series["losses/learner_loss"][0][:2] == [64, 0.5]
+    assert len(series) == 25 and series["losses/learner_loss"][0][:2] == [64, 0.5]
     assert capsys.readouterr().err.splitlines() == [f"dashboard: {line}" for line in said]
     again = client.get(f"/api/runs/0/scalars?cursor={answer.get_json()['cursor']}")
     assert again.status_code == 200 and again.get_json()["series"] == {}

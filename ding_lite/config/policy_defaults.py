@@ -135,6 +135,11 @@ POLICY_DEFAULTS: dict[str, Any] = dict(
         kl_estimator="full",
         # kl_coef is multiplied by this after every iteration.
         kl_coef_decay=1.0,
+        # How each minibatch's per-step losses (policy, entropy, value, KL) are averaged
+        # (verl's loss_agg_mode): "token-mean" (every step alike), "seq-mean-token-mean",
+        # "seq-mean-token-sum" or "seq-mean-token-sum-norm" (per sequence first: a BPTT
+        # segment cut at episode starts, or an episode with an episode-level estimator).
+        loss_agg_mode="token-mean",
         # Copy the policy into the reference every this many iterations (0: the initial
         # policy stays the reference).
         kl_ref_update_interval=0,

@@ -71,7 +71,11 @@ def normalize_advantages(adv: Tensor, eps: float = 1e-8) -> Tensor:
 
 
 def ppo_value_loss(
-    values: Tensor, values_old: Tensor, returns: Tensor, clip_ratio: float | None
+    values: Tensor,
+    values_old: Tensor,
+    returns: Tensor,
+    clip_ratio: float | None,
+    weight: Tensor | None = None,
 ) -> Tensor:
     """Computes the critic loss, ``0.5 * MSE``, optionally clipped around the old values.
 
@@ -85,28 +89,30 @@ def ppo_value_loss(
             ``clip_ratio`` is None.
         returns: Value targets, shape [N].
         clip_ratio: Clip range for the value, or None for the plain loss.
+        weight: Per-sample weights of the mean (a per-sequence ``loss_agg_mode``), [N];
+            None: the plain mean.
 
     Returns:
         ``v_loss``, a scalar with gradient.
     """
-    v_loss_unclipped = (values - returns).square()
-    if clip_ratio is None:
-        return 0.5 * v_loss_unclipped.mean()
-    v_clipped = values_old + torch.clamp(values - values_old, -clip_ratio, clip_ratio)
-    v_loss_clipped = (v_clipped - returns).square()
-    return 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+    per_sample = (values - returns).square()
+    if clip_ratio is not None:
+        v_clipped = values_old + torch.clamp(values - values_old, -clip_ratio, clip_ratio)
+        per_sample = torch.max(per_sample, (v_clipped - returns).square())
+    return 0.5 * (per_sample.mean() if weight is None else (per_sample * weight).mean())
 
 
-def entropy_loss(entropy: Tensor) -> Tensor:
+def entropy_loss(entropy: Tensor, weight: Tensor | None = None) -> Tensor:
     """Averages the policy entropy; the caller subtracts ``ent_coef * entropy_loss``.
 
     Args:
         entropy: Entropy of the action distribution per sample, shape [N].
+        weight: Per-sample weights of the mean, [N]; None: the plain mean.
 
     Returns:
         The mean entropy, a scalar with gradient (a bonus: larger is more exploratory).
     """
-    return entropy.mean()
+    return entropy.mean() if weight is None else (entropy * weight).mean()
 
 
 def explained_variance(y_pred: Tensor, y_true: Tensor) -> float:

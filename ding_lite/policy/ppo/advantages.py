@@ -24,6 +24,7 @@ from torch import Tensor
 
 from ding_lite.rl_utils.adv_estimator import AdvEstimator
 from ding_lite.rl_utils.kl_control import KLController
+from ding_lite.rl_utils.loss_agg import lengths_by_key, sequence_lengths
 
 STEP_KEYS = ("reward", "next_value", "terminated", "done")
 """What a rollout carries for the advantage step only (not trained on)."""
@@ -69,6 +70,8 @@ class AdvantageStep:
         kl: The KL-in-reward controller, or None for none.
         rho_max: An off-policy estimator's truncation of each step's importance weight.
         c_max: An off-policy estimator's truncation of its traces.
+        sequences: Add ``seq_len`` to each batch: every step's sequence length (a segment
+            cut at episode starts, or an episode), for a per-sequence ``loss_agg_mode``.
     """
 
     def __init__(
@@ -83,8 +86,10 @@ class AdvantageStep:
         kl: KLController | None = None,
         rho_max: float = 1.0,
         c_max: float = 1.0,
+        sequences: bool = False,
     ) -> None:
         self.estimator = estimator
+        self.sequences = sequences
         self.rho_max, self.c_max = rho_max, c_max
         self.gamma, self.lam = gamma, lam
         self.n_steps, self.horizon = n_steps, horizon
@@ -160,6 +165,12 @@ class AdvantageStep:
         batch = {k: v for k, v in rollout.items() if k not in STEP_KEYS}
         batch["adv"] = as_rows(adv, h, copy=False)
         batch["ret"] = as_rows(ret, h, copy=False)
+        if self.sequences:
+            done = time_major(rollout["done"], T, h)
+            starts = torch.ones_like(done)  # a segment's first step, or an episode's
+            starts[1:] = done[:-1]
+            starts[::h] = True
+            batch["seq_len"] = sequence_lengths(as_rows(starts, h))
         return batch, info
 
     @property
@@ -211,6 +222,8 @@ class AdvantageStep:
         )
         batch = {k: taken[k] for k in ("obs", "action", "logp", "value", "logp_prox") if k in taken}
         batch["adv"], batch["ret"] = adv, ret
+        if self.sequences:  # an episode of one env copy: its column and episode number
+            batch["seq_len"] = lengths_by_key((taken["col"] << _KEY_SHIFT) | taken["episode"])
         for key in ("obs_norm_update", "ret_norm_update"):
             if key in rollout:
                 batch[key] = rollout[key]

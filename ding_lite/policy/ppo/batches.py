@@ -37,6 +37,9 @@ class Minibatch(NamedTuple):
         episode_start: For a recurrent model, bool [N]: rows where an episode starts.
         logp_prox: Log-probabilities under the learner's policy as the update started, [N],
             for a proximal policy loss (``decoupled``); None otherwise.
+        weight: Each step's weight in the loss's mean under a per-sequence
+            ``loss_agg_mode`` (:func:`~ding_lite.rl_utils.loss_agg.agg_weights`; ``adv``
+            is already scaled by it), [N]; None for ``token-mean``.
     """
 
     obs: Tensor
@@ -48,6 +51,7 @@ class Minibatch(NamedTuple):
     state: Tensor | None = None
     episode_start: Tensor | None = None
     logp_prox: Tensor | None = None
+    weight: Tensor | None = None
 
 
 class SegmentSampler:
@@ -168,7 +172,9 @@ def minibatches(
     Args:
         data: The batch: ``obs``, ``action``, ``logp``, ``value``, ``adv``, ``ret``, each
             with B rows; for a recurrent model also ``episode_start`` (B rows) and
-            ``core_state`` (one row per segment); for a proximal loss ``logp_prox``.
+            ``core_state`` (one row per segment); for a proximal loss ``logp_prox``; for a
+            per-sequence ``loss_agg_mode`` ``loss_weight`` (B rows; the advantages are
+            multiplied by it after the normalization, as by importance weights).
         order: Segment indices in ``range(B / horizon)``, the same on every rank: a
             permutation, or segments drawn by priority (:meth:`SegmentSampler.epoch`).
         mb_size: Samples per minibatch, a multiple of ``horizon``, whose segments are a
@@ -196,11 +202,15 @@ def minibatches(
         if weights is not None:
             mb_w = weights[start : start + per_mb]
             mb_adv = mb_adv * (mb_w if horizon == 1 else mb_w.repeat_interleave(horizon))
+        agg_w = data["loss_weight"][mb_inds] if "loss_weight" in data else None
+        if agg_w is not None:
+            mb_adv = mb_adv * agg_w
         if ranks > 1:
             rows = part * horizon
             segs = segs[rank * part : (rank + 1) * part]
             mb_inds = mb_inds[rank * rows : (rank + 1) * rows]
             mb_adv = mb_adv[rank * rows : (rank + 1) * rows]
+            agg_w = None if agg_w is None else agg_w[rank * rows : (rank + 1) * rows]
         recurrent = "core_state" in data
         yield Minibatch(
             obs=data["obs"][mb_inds],
@@ -212,4 +222,5 @@ def minibatches(
             state=data["core_state"][segs] if recurrent else None,
             episode_start=data["episode_start"][mb_inds] if recurrent else None,
             logp_prox=data["logp_prox"][mb_inds] if "logp_prox" in data else None,
+            weight=agg_w,
         )

@@ -24,6 +24,7 @@ from ding_lite.policy.ppo.prepare import RolloutPrep, memory_of
 from ding_lite.policy.ppo.settings import PPOSettings, kl_controller
 from ding_lite.policy.ppo.update import PPOUpdate
 from ding_lite.rl_utils import get_adv_estimator, get_policy_loss
+from ding_lite.rl_utils.loss_agg import TOKEN_MEAN
 from ding_lite.utils.rng import RngStream
 
 
@@ -73,6 +74,7 @@ class PPOPolicy(Policy):
             kl=kl_controller(s.kl_in_reward),
             rho_max=float(s.vtrace_rho_max),
             c_max=float(s.vtrace_c_max),
+            sequences=s.loss_agg_mode != TOKEN_MEAN,
         )
         self._data_info: dict[str, float] = {}  # the advantage step's, for the next update
         ref_model = None

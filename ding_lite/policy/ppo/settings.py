@@ -17,6 +17,7 @@ from typing import Any
 from ding_lite.rl_utils import ClipRanges, get_adv_estimator, needs_proximal
 from ding_lite.rl_utils.kl_control import KL_IN_REWARD_TYPES, KLController
 from ding_lite.rl_utils.kl_estimators import FULL, get_kl_estimator
+from ding_lite.rl_utils.loss_agg import LOSS_AGG_MODES, TOKEN_MEAN
 from ding_lite.utils.errors import ConfigError
 
 
@@ -61,6 +62,7 @@ class PPOSettings:
     recompute_values: bool = _from("learn")
     kl_in_reward: Mapping[str, Any] = _from("learn")
     kl_estimator: str = _from("learn")
+    loss_agg_mode: str = _from("learn")
     grad_clip_norm: float | None = _from("learn")
     grad_accum_steps: int = _from("learn")
     max_skipped_steps: int = _from("learn")
@@ -159,7 +161,9 @@ def check_update_config(cfg: Mapping[str, Any]) -> None:
     - an episode-level estimator with a recurrent policy (``policy.model.core``) or
       ``bptt_horizon`` above 1: its batches are whole episodes, not fixed segments;
     - ``recompute_values`` with a recurrent policy or without a critic;
-    - an unknown ``policy_loss`` or ``adv_estimator``, or a ``kl_in_reward`` out of range.
+    - an unknown ``policy_loss``, ``adv_estimator`` or ``loss_agg_mode``, or a
+      ``kl_in_reward`` out of range; a per-sequence ``loss_agg_mode`` where every sequence
+      is one step (a step-level estimator with ``bptt_horizon`` 1).
 
     Raises:
         ConfigError: the first conflict, naming the keys (an unknown name: a
@@ -172,6 +176,7 @@ def check_update_config(cfg: Mapping[str, Any]) -> None:
     get_kl_estimator(learn["kl_estimator"])  # so does an unknown KL estimator
     kl_controller(learn["kl_in_reward"])
     recurrent = model["core"] != "none"
+    _check_loss_agg(learn["loss_agg_mode"], estimator.episodic, learn["bptt_horizon"])
     if not model["critic"]:
         conflict = None
         if not estimator.episodic:
@@ -202,3 +207,18 @@ def check_update_config(cfg: Mapping[str, Any]) -> None:
         )
     if learn["recompute_values"] and not model["critic"]:
         raise ConfigError("policy.learn.recompute_values needs a critic (policy.model.critic=true)")
+
+
+def _check_loss_agg(mode: str, episodic: bool, horizon: int) -> None:
+    """Refuses an unknown ``loss_agg_mode``, or a per-sequence one with one-step sequences."""
+    if mode not in LOSS_AGG_MODES:
+        raise ConfigError(
+            f"policy.learn.loss_agg_mode must be one of {', '.join(LOSS_AGG_MODES)}; got {mode!r}"
+        )
+    if mode != TOKEN_MEAN and not episodic and horizon == 1:
+        raise ConfigError(
+            f"policy.learn.loss_agg_mode={mode} aggregates per sequence, but with a step-level "
+            "estimator a sequence is a BPTT segment and policy.learn.bptt_horizon=1 makes "
+            "every sequence one step: set bptt_horizon (e.g. 16), or use an episode-level "
+            "estimator (reinforce_pp, grpo, rloo), whose sequences are episodes"
+        )

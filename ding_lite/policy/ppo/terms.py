@@ -32,6 +32,7 @@ from ding_lite.policy.ppo.batches import Minibatch
 from ding_lite.policy.ppo.settings import PPOSettings
 from ding_lite.rl_utils import ClipRanges, PolicyLossFn, entropy_loss, ppo_value_loss
 from ding_lite.rl_utils.kl_estimators import FULL, get_kl_estimator
+from ding_lite.rl_utils.loss_agg import weighted_mean
 from ding_lite.rl_utils.policy_loss import approx_kl
 from ding_lite.utils.distributed import all_mean_
 from ding_lite.utils.registry import Registry
@@ -87,6 +88,10 @@ class MinibatchPass:
         kl_ref: Mean KL(current || reference policy) as ``kl_estimator`` has it, with
             gradient; 0 without a reference.
         entropy: Mean entropy of the action distribution, with gradient.
+
+    The means of ``v_loss``, ``kl_ref`` and ``entropy`` are weighted by the minibatch's
+    ``weight`` under a per-sequence ``loss_agg_mode`` (the policy loss through its
+    advantages, which carry the weights); ``approx_kl`` and ``clipfrac`` stay plain means.
     """
 
     def __init__(
@@ -121,7 +126,7 @@ class MinibatchPass:
         self.metrics = {name: value.detach() for name, value in metrics.items()}
         device = self.newvalue.device
         if self.critic:
-            self.v_loss = ppo_value_loss(self.newvalue, mb.value, mb.ret, v_clip)
+            self.v_loss = ppo_value_loss(self.newvalue, mb.value, mb.ret, v_clip, mb.weight)
         else:  # no value head: nothing to fit
             self.v_loss = torch.zeros((), device=device)
         self.kl_ref = torch.zeros((), device=device)
@@ -129,11 +134,12 @@ class MinibatchPass:
             with torch.no_grad():
                 ref_dist = ref_model.get_dist(mb.obs, *self.memory)
             if kl_estimator == FULL:
-                self.kl_ref = self.dist.kl(ref_dist).mean()
+                kl = self.dist.kl(ref_dist)
             else:
                 estimate = get_kl_estimator(kl_estimator)
-                self.kl_ref = estimate(self.newlogprob, ref_dist.log_prob(mb.action)).mean()
-        self.entropy = entropy_loss(self.dist.entropy())
+                kl = estimate(self.newlogprob, ref_dist.log_prob(mb.action))
+            self.kl_ref = weighted_mean(kl, mb.weight)
+        self.entropy = entropy_loss(self.dist.entropy(), mb.weight)
 
 
 @dataclass(frozen=True)

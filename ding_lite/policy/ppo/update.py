@@ -34,6 +34,7 @@ from ding_lite.policy.ppo.terms import (
     total_loss,
 )
 from ding_lite.rl_utils import PolicyLossFn, explained_variance
+from ding_lite.rl_utils.loss_agg import agg_weights
 from ding_lite.utils.distributed import all_mean_, average_gradients, world
 
 Batch = dict[str, Tensor]
@@ -124,6 +125,10 @@ class PPOUpdate:
             entropy_weight=self.annealed(s.entropy_weight, s.entropy_anneal),
             kl_coef=self.kl_coef,
         )
+        if "seq_len" in b:  # a per-sequence loss_agg_mode: each step's weight in the means
+            norm_len = s.bptt_horizon if s.bptt_horizon > 1 else None
+            agg = agg_weights(b["seq_len"], s.loss_agg_mode, norm_len)
+            b = b if agg is None else {**b, "loss_weight": agg}
         mb_size = min(s.batch_size, b["obs"].shape[0])
         rank, ranks = world()
         sampler = SegmentSampler(  # checks the segment arithmetic

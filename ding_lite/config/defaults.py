@@ -231,6 +231,7 @@ NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
     "policy.learn.grad_clip_norm": (float, int),
     "policy.learn.value_clip_range": (float, int),
     "policy.learn.target_kl": (float, int),
+    "policy.learn.critic.learning_rate": (float, int),
     "evaluator.stop_value": (float, int),
     "evaluator.min_train_return": (float, int),
     "system.token": (str,),

@@ -42,6 +42,14 @@ POLICY_DEFAULTS: dict[str, Any] = dict(
         sde=False,
         # Env steps between new exploration matrices (with sde).
         sde_sample_freq=4,
+        # What reads the observation: "mlp" (flattened into hidden_sizes) or "cnn"
+        # (observations of shape [C, H, W], e.g. the grid env's window: ReLU convolutions,
+        # then hidden_sizes on their flattened output).
+        encoder="mlp",
+        # Output channels of each convolution (encoder=cnn).
+        cnn_channels=[32, 32],
+        # Side of each convolution's square kernel (stride 1, no padding; encoder=cnn).
+        cnn_kernel=3,
     ),
     learn=dict(
         # Passes over each batch per iteration.
@@ -127,6 +135,22 @@ POLICY_DEFAULTS: dict[str, Any] = dict(
         # Consecutive optimizer steps skipped for a non-finite loss or gradient after
         # which the run stops as "diverged".
         max_skipped_steps=50,
+        # How each minibatch's per-step losses (policy, entropy, value, KL) are averaged
+        # (verl's loss_agg_mode): "token-mean" (every step alike), "seq-mean-token-mean",
+        # "seq-mean-token-sum" or "seq-mean-token-sum-norm" (per sequence first: a BPTT
+        # segment cut at episode starts, or an episode with an episode-level estimator).
+        loss_agg_mode="token-mean",
+        # Kickstarting: a trained teacher pulls the policy toward its actions. teacher: its
+        # run dir or checkpoint file ("": off; a feed-forward policy of the same spaces);
+        # each minibatch adds coef * KL(teacher || policy) and value_coef * 0.5 * (v -
+        # v_teacher)^2, both falling linearly to 0 over decay_iters iterations (0: never).
+        kickstart=dict(teacher="", coef=1.0, value_coef=0.0, decay_iters=0),
+        # The critic's optimizer: "shared" (one optimizer and one step over every
+        # parameter) or "separate" (the actor and the critic each their own Adam and
+        # gradient clip; needs share_encoder=false); learning_rate: the critic's (None: the
+        # actor's; annealed alike); order: "together" (each minibatch steps both) or
+        # "critic_first" (verl: all the critic's epochs on the batch, then the actor's).
+        critic=dict(optimizer="shared", learning_rate=None, order="together"),
         # Weight of a KL(policy || reference policy) penalty (0: off).
         kl_coef=0.0,
         # How that KL is computed: "full" (exact, between the action distributions) or
@@ -135,11 +159,6 @@ POLICY_DEFAULTS: dict[str, Any] = dict(
         kl_estimator="full",
         # kl_coef is multiplied by this after every iteration.
         kl_coef_decay=1.0,
-        # How each minibatch's per-step losses (policy, entropy, value, KL) are averaged
-        # (verl's loss_agg_mode): "token-mean" (every step alike), "seq-mean-token-mean",
-        # "seq-mean-token-sum" or "seq-mean-token-sum-norm" (per sequence first: a BPTT
-        # segment cut at episode starts, or an episode with an episode-level estimator).
-        loss_agg_mode="token-mean",
         # Copy the policy into the reference every this many iterations (0: the initial
         # policy stays the reference).
         kl_ref_update_interval=0,

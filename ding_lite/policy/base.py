@@ -12,13 +12,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ding_lite.utils.registry import Registry
 
-POLICY_REGISTRY: Registry[type[Policy]] = Registry("policy")
+if TYPE_CHECKING:
+    from ding_lite.model import ActorCritic
+
+POLICY_REGISTRY: Registry[Callable[..., Policy]] = Registry("policy")
 
 
 class LearnMode:
@@ -110,9 +113,14 @@ class _MemoryView:
 class CollectMode(_MemoryView):
     """The collector's view: sampled actions with their log-probs and values."""
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self, obs: torch.Tensor, deterministic: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Returns ``(action, log_prob, value)`` for a batch of observations (a
-        feed-forward policy; a recurrent one steps with :meth:`step`)."""
+        feed-forward policy; a recurrent one steps with :meth:`step`); ``deterministic``:
+        the most likely actions (a greedy baseline's, ``remax``) instead of samples."""
+        if deterministic:
+            return self._acting.act(obs, deterministic=True)
         return self._acting.act(obs)
 
     def step(
@@ -177,6 +185,10 @@ class Policy(ABC):
     ``initial_state``; ``recurrent``, ``obs_rms``, ``ret_rms`` and ``device`` are read as
     the policy has them then).
     """
+
+    # What subclasses set: the network the modes act with, and the device it lives on.
+    model: ActorCritic
+    device: torch.device
 
     def __init__(self) -> None:
         #: Figures of the run that trained this policy (set by the pipelines).

@@ -24,12 +24,15 @@ from torch import Tensor
 
 from ding_lite.utils.registry import Registry
 
-from .critic_free import grpo, reinforce_pp, rloo
+from .critic_free import grpo, reinforce_pp, remax, rloo
 from .gae import gae_with_returns
 from .vtrace import vtrace
 
-AdvFn = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, float, float], tuple[Tensor, Tensor]]
-"""``fn(rewards, values, next_values, terminated, dones, gamma, lam) -> (adv, returns)``."""
+AdvFn = Callable[..., tuple[Tensor, Tensor]]
+"""``fn(rewards, values, next_values, terminated, dones, gamma, lam) -> (adv, returns)``, with
+``log_rho``, ``rho_max`` and ``c_max`` by keyword for an off-policy one; an episode-level one
+is ``fn(rewards, dones, groups, gamma, *, norm_by_std)`` (see :class:`AdvEstimator`). One
+callable type holds the three forms, so its arguments are not checked here."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,10 @@ class AdvEstimator:
         off_policy: A step-level estimator that also takes ``log_rho``, the log importance
             ratio of the learner's policy (as the update starts) over the behaviour
             policy, and ``rho_max`` / ``c_max`` (V-trace).
+        greedy_baseline: A grouped estimator whose baseline is a greedy episode (ReMax):
+            the first env copy of each reset group acts with the policy's most likely
+            actions, ``fn`` also takes ``greedy`` (bool per step), and those steps are
+            not trained on.
     """
 
     name: str
@@ -58,6 +65,7 @@ class AdvEstimator:
     episodic: bool = False
     grouped: bool = False
     off_policy: bool = False
+    greedy_baseline: bool = False
 
 
 ADV_ESTIMATOR_REGISTRY: Registry[AdvEstimator] = Registry("advantage estimator")
@@ -72,6 +80,7 @@ def register_adv_estimator(
     episodic: bool = False,
     grouped: bool = False,
     off_policy: bool = False,
+    greedy_baseline: bool = False,
 ) -> Any:
     """Registers an advantage estimator under ``name``; without ``fn``, a decorator.
 
@@ -90,6 +99,8 @@ def register_adv_estimator(
         grouped: ``fn`` compares the episodes of a group (implies ``episodic``).
         off_policy: ``fn`` is step-level and takes ``log_rho``, ``rho_max`` and ``c_max``
             (see :class:`AdvEstimator`).
+        greedy_baseline: ``fn`` compares each group's episodes with its greedy one and
+            takes ``greedy`` (implies ``grouped``; see :class:`AdvEstimator`).
 
     Returns:
         The registered :class:`AdvEstimator`; the decorator form returns the decorated
@@ -101,7 +112,7 @@ def register_adv_estimator(
         TypeError: If ``fn`` is not callable.
         ValueError: If ``off_policy`` is given with ``episodic`` or ``grouped``.
     """
-    if off_policy and (episodic or grouped):
+    if off_policy and (episodic or grouped or greedy_baseline):
         raise ValueError(f"advantage estimator {name!r}: off_policy is for step-level ones")
 
     def add(fn: AdvFn) -> AdvEstimator:
@@ -111,9 +122,10 @@ def register_adv_estimator(
             name=name,
             fn=fn,
             normalize=bool(normalize),
-            episodic=bool(episodic or grouped),
-            grouped=bool(grouped),
+            episodic=bool(episodic or grouped or greedy_baseline),
+            grouped=bool(grouped or greedy_baseline),
             off_policy=bool(off_policy),
+            greedy_baseline=bool(greedy_baseline),
         )
         return ADV_ESTIMATOR_REGISTRY.register(name, estimator, force=force)
 
@@ -132,7 +144,7 @@ def get_adv_estimator(name: str) -> AdvEstimator:
 
     Args:
         name: A registered name, e.g. ``"gae"``, ``"gae_no_norm"``, ``"vtrace"``,
-            ``"reinforce_pp"``, ``"grpo"`` or ``"rloo"``.
+            ``"reinforce_pp"``, ``"grpo"``, ``"rloo"`` or ``"remax"``.
 
     Returns:
         The :class:`AdvEstimator`.
@@ -155,3 +167,4 @@ register_adv_estimator("vtrace", vtrace, normalize=True, off_policy=True)
 register_adv_estimator("reinforce_pp", reinforce_pp, normalize=False, episodic=True)
 register_adv_estimator("grpo", grpo, normalize=False, grouped=True)
 register_adv_estimator("rloo", rloo, normalize=False, grouped=True)
+register_adv_estimator("remax", remax, normalize=False, greedy_baseline=True)

@@ -89,13 +89,17 @@ def episode_returns(rewards: Tensor, dones: Tensor) -> tuple[Tensor, Tensor]:
     return totals.index_add_(0, episode, rewards), episode
 
 
-def _group_stats(values: Tensor, keys: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Per-element sum, count and sum of squares over the elements sharing its key."""
+def _group_stats(
+    values: Tensor, keys: Tensor, ones: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-element sum, count and sum of squares over the elements sharing its key (the
+    count adds up ``ones``, 1 per element unless given)."""
     _, inverse = torch.unique(keys, return_inverse=True)
     n = int(inverse.max()) + 1 if inverse.numel() else 0
     sums = values.new_zeros(n).index_add_(0, inverse, values)
     squares = values.new_zeros(n).index_add_(0, inverse, values * values)
-    counts = values.new_zeros(n).index_add_(0, inverse, torch.ones_like(values))
+    ones = torch.ones_like(values) if ones is None else ones
+    counts = values.new_zeros(n).index_add_(0, inverse, ones)
     return sums[inverse], counts[inverse], squares[inverse]
 
 
@@ -152,6 +156,36 @@ def rloo(
     others = (sums - totals) / (counts - 1).clamp_min(1.0)
     adv = torch.where(counts > 1, totals - others, torch.zeros_like(totals))
     return adv[episode], returns
+
+
+def remax(
+    rewards: Tensor,
+    dones: Tensor,
+    groups: Tensor,
+    gamma: float,
+    *,
+    norm_by_std: bool = True,
+    greedy: Tensor,
+) -> tuple[Tensor, Tensor]:
+    """ReMax (Li et al., 2023): an episode's return minus the return of its group's greedy
+    episode (the one copy of the reset group that acted with the policy's most likely
+    actions from the same start); every step of the episode gets its episode's value, the
+    greedy episodes themselves 0 (the advantage step drops them: they are no samples of the
+    policy), and so does an episode whose group has no greedy one. ``norm_by_std`` is not
+    used.
+
+    Args:
+        greedy: bool [M], the steps of greedy episodes.
+    """
+    del norm_by_std
+    totals, episode = episode_returns(rewards, dones)
+    last = torch.nonzero(dones).squeeze(1)
+    greedy_ep = greedy[last]
+    baseline, counts, _ = _group_stats(totals * greedy_ep, groups[last], greedy_ep.to(totals))
+    adv = torch.where(
+        (counts > 0) & ~greedy_ep, totals - baseline / counts.clamp_min(1.0), totals.new_zeros(())
+    )
+    return adv[episode], returns_to_go(rewards, dones, gamma)
 
 
 def _check_stream(rewards: Tensor, dones: Tensor) -> None:

@@ -82,6 +82,15 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> None:
     _atomic_write(path, lambda f: f.write(buffer.getbuffer()))
 
 
+def atomic_write_bytes(data: bytes, path: str | os.PathLike) -> None:
+    """Writes ``data`` atomically to ``path``: readers see the old file or the new one.
+
+    Raises:
+        DiskFullError: the disk (or quota) is full; no partial file is left.
+    """
+    _atomic_write(path, lambda f: f.write(data))
+
+
 def atomic_write_text(text: str, path: str | os.PathLike, durable: bool = True) -> None:
     """Writes ``text`` atomically to ``path`` (UTF-8).
 

@@ -14,7 +14,7 @@ from ding_lite.entry.cli.command import build_parser
 from ding_lite.entry.trained import ppo_agent  # noqa: F401  (the page lists "ppo" too)
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.agents import AGENT_REGISTRY
-from ding_lite.envs.aircombat.env import OBS_DIM
+from ding_lite.envs.aircombat.observe import OBS_DIM, observe_dim
 
 PAGE = DOCS / "aircombat.rst"
 ROW_NAME = re.compile(r"^   \* - ``([A-Z_0-9]+)``$")
@@ -56,6 +56,8 @@ def test_constants_table_matches_physics():
 def test_observation_table_has_one_row_per_feature():
     indices = re.findall(r"^   \* - (\d+)$", region("observation-table"), flags=re.M)
     assert [int(i) for i in indices] == list(range(OBS_DIM))
+    extra = re.findall(r"^   \* - (\d+)$", region("missile-table"), flags=re.M)
+    assert [int(i) for i in extra] == list(range(OBS_DIM, observe_dim("missiles")))
 
 
 def test_opponents_are_the_registered_agents():

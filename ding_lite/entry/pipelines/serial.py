@@ -37,12 +37,13 @@ from ding_lite.utils.threads import torch_threads
 from ding_lite.worker.collector import EvalResult, Evaluator, SerialCollector
 from ding_lite.worker.collector.eval_video import EvalVideo, log_eval_video
 from ding_lite.worker.learner import BEST_CKPT, BaseLearner, BestEval
+from ding_lite.worker.learner.saved_policy import attach_teacher
 
 EVAL_SEED_OFFSET = 1_000_003
 
 
 def serial_pipeline(
-    cfg: str | Mapping | None = None, *args: Any, verbose: int = 1, **options: Any
+    cfg: str | Mapping[str, Any] | None = None, *args: Any, verbose: int = 1, **options: Any
 ) -> TrainedRun:
     """Trains a policy in one process and returns it, ready to predict.
 
@@ -70,14 +71,14 @@ def serial_pipeline(
     start = time.perf_counter()
     opts = RunOptions.of_call("serial_pipeline", args, options, parallel=False)
     with sigterm_interrupts():  # SIGTERM unwinds the run like Ctrl-C, result.json and all
-        cfg = compile_run_config(cfg, opts)
-        import_env_modules(run_env_modules(cfg, opts))
+        run_cfg = compile_run_config(cfg, opts)
+        import_env_modules(run_env_modules(run_cfg, opts))
         # Choosing and locking the dir is one step, so two runs started at once never share it.
         with (
-            RunDir.claim(cfg, resuming=opts.resume is not None) as run_dir,
-            torch_threads(cfg.system.torch_threads),
+            RunDir.claim(run_cfg, resuming=opts.resume is not None) as run_dir,
+            torch_threads(run_cfg.system.torch_threads),
         ):
-            run = _build_run(cfg, run_dir)
+            run = _build_run(run_cfg, run_dir)
             result = run.run(start, verbose)
     if verbose:
         print(summary(result), flush=True)
@@ -133,6 +134,7 @@ class SerialRun:
         except KeyError as err:
             raise ConfigError(err.args[0]) from None
         seed_updates(self.policy, cfg.seed)  # as a parallel learner does: its own stream
+        attach_teacher(self.policy, cfg, self.env.obs_shape, self.env.action_space)
         self.learner = BaseLearner(
             cfg.learner, self.policy, None, cfg.exp_name, exp_dir=run_dir.path
         )
@@ -330,12 +332,12 @@ class SerialRun:
         )
 
     def _result(self, start: float, **extra: Any) -> dict[str, Any]:
-        ev = self.last_eval or EvalResult(None, None, None, 0, False)  # none ran
+        ev = self.last_eval  # None: none ran
         figures = RunFigures(
             solved=bool(self.solved),
             stop_reason=self.stop_reason,
-            eval_return_mean=ev.return_mean,
-            eval_episodes=ev.n_episodes,
+            eval_return_mean=ev.return_mean if ev else None,
+            eval_episodes=ev.n_episodes if ev else 0,
             train_return_mean=self.collector.mean_recent_return(),
             envstep=self.collector.envstep,
             train_iter=self.learner.train_iter,
@@ -348,7 +350,7 @@ class SerialRun:
             restarts=0,  # the serial pipeline restarts nothing
             gradient_steps=self.gradient_steps,
         )
-        if ev.win_rate is not None:
+        if ev is not None and ev.win_rate is not None:
             extra["eval_win_rate"] = ev.win_rate
         first = self.before_train  # evaluator.before_train's evaluation (None: none ran)
         extra["eval_before_train"] = (
@@ -359,7 +361,9 @@ class SerialRun:
                 "win_rate": first.win_rate,
             }
         )
-        return build_result(self.cfg, figures, eval_return_std=ev.return_std, **extra)
+        return build_result(
+            self.cfg, figures, eval_return_std=ev.return_std if ev else None, **extra
+        )
 
 
 class _SpsMeter:

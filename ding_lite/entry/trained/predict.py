@@ -15,41 +15,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from ding_lite.envs.spaces import ActionSpace, Box, space_from_dict
-from ding_lite.model import build_model
-from ding_lite.utils.errors import CheckpointError
-from ding_lite.utils.log import get_logger
-from ding_lite.worker.learner.checkpoint import BEST_CKPT, latest_valid_checkpoint, read_checkpoint
+from ding_lite.envs.spaces import ActionSpace, Box
+from ding_lite.model import ActorCritic
+from ding_lite.worker.learner.checkpoint import read_checkpoint
+from ding_lite.worker.learner.saved_policy import find_checkpoint, rebuild_model
 
 __all__ = ["TrainedPolicy", "TrainedRun", "find_checkpoint", "load_policy"]
-
-
-def find_checkpoint(path: str | Path) -> Path:
-    """The checkpoint file ``load_policy`` reads for ``path``.
-
-    A file is itself. A run dir (one holding ``ckpt/``) or a checkpoint folder gives its
-    ``best.pt`` when that reads, else its newest readable ``ckpt_iter*.pt``.
-
-    Raises:
-        CheckpointError: nothing there, or no readable checkpoint in the folder.
-    """
-    path = Path(path)
-    if path.is_file():
-        return path
-    if not path.is_dir():
-        raise CheckpointError(f"no such checkpoint file or run dir: {path}")
-    folder = path / "ckpt" if (path / "ckpt").is_dir() else path
-    best = folder / BEST_CKPT
-    if best.is_file():
-        try:
-            read_checkpoint(best)
-            return best
-        except CheckpointError as err:
-            get_logger("predict").warning(f"{err}; using the newest periodic checkpoint")
-    newest = latest_valid_checkpoint(folder)
-    if newest is None:
-        raise CheckpointError(f"no readable checkpoint ({BEST_CKPT} or ckpt_iter*.pt) in {folder}")
-    return newest
 
 
 class TrainedPolicy:
@@ -61,7 +32,7 @@ class TrainedPolicy:
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: ActorCritic,
         obs_shape: tuple[int, ...],
         action_space: ActionSpace,
         checkpoint: Path | None,
@@ -138,11 +109,11 @@ class TrainedPolicy:
             if self._low is not None:
                 action = torch.clamp(action, self._low, self._high)
         action = action[0] if single else action
-        action = action.to(obs.device) if is_torch else action.cpu().numpy()
+        out = action.to(obs.device) if is_torch else action.cpu().numpy()
         if not self.recurrent:
-            return action
+            return out
         h = h[0] if single else h
-        return action, (h.to(obs.device) if is_torch else h.cpu().numpy())
+        return out, (h.to(obs.device) if is_torch else h.cpu().numpy())
 
     def _memory(
         self, state: Any, episode_start: Any, batch: int, single: bool
@@ -186,26 +157,7 @@ def load_policy(path: str | Path, device: str | torch.device = "cpu") -> Trained
             spaces (evaluate those with ``ding-lite eval``).
     """
     path, state = read_checkpoint(find_checkpoint(path))
-    policy_state = state.get("policy")
-    arch = policy_state.get("arch") if isinstance(policy_state, dict) else None
-    if not isinstance(arch, dict):
-        raise CheckpointError(
-            f"{path} does not record its observation and action spaces (an older "
-            "checkpoint); use `ding-lite eval -c EXP` with it instead"
-        )
-    try:
-        obs_shape = tuple(int(s) for s in arch["obs_shape"])
-        space = space_from_dict(arch["action_space"])
-        options = dict(arch["options"])
-        if options.get("core", "none") != "none" and not any(
-            key.startswith("critic_core.") for key in policy_state["model"]
-        ):  # saved when a recurrent actor and critic always shared one trunk
-            options["share_encoder"] = True
-        model = build_model(obs_shape, space, **options)
-        model.load_state_dict(policy_state["model"])
-    except (KeyError, TypeError, ValueError, RuntimeError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise CheckpointError(f"{path}: cannot rebuild its policy: {first}") from None
+    model, obs_shape, space = rebuild_model(path, state)
     return TrainedPolicy(model.to(device), obs_shape, space, path, int(state.get("train_iter", 0)))
 
 
@@ -231,7 +183,11 @@ class TrainedRun:
     """
 
     def __init__(
-        self, policy: Any, obs_shape: tuple[int, ...], action_space: ActionSpace, result: dict
+        self,
+        policy: Any,
+        obs_shape: tuple[int, ...],
+        action_space: ActionSpace,
+        result: dict[str, Any],
     ) -> None:
         self.policy = policy
         self.model = policy.model

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from ding_lite.envs.aircombat import physics as P
+from ding_lite.envs.aircombat.fields import MixinBase
 from ding_lite.envs.canvas import Canvas
 
 FRAME_SIZE = 512  # frames are FRAME_SIZE x FRAME_SIZE pixels
@@ -17,7 +18,7 @@ MISSILE_COLORS = ((120, 170, 220), (240, 140, 140))  # lighter, per shooter
 DEAD = (90, 90, 90)
 
 
-class Drawing:
+class Drawing(MixinBase):
     """Mixin of :class:`~ding_lite.envs.aircombat.env.AirCombatEnv`: ``render()``.
 
     Reads the env's public state tensors of copy 0 (``x``, ``y``, ``heading``, ``alive``,

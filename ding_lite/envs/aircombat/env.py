@@ -17,7 +17,7 @@ from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.agents import SELF_PLAY, Agent, create_agent
 from ding_lite.envs.aircombat.drawing import Drawing
 from ding_lite.envs.aircombat.flags import any_slot, flag
-from ding_lite.envs.aircombat.observe import OBS_DIM, Observation, swap, swap_index, wrap
+from ding_lite.envs.aircombat.observe import Observation, observe_dim, swap, swap_index, wrap
 from ding_lite.envs.aircombat.resets import Resets
 from ding_lite.envs.aircombat.rewards import DrawReward
 from ding_lite.envs.aircombat.selfplay import SelfPlay
@@ -98,6 +98,7 @@ class AirCombatEnv(
         survival_reward: float | None = None,
         reset_group_size: int = 1,
         draw_reward: float = 0.0,
+        observe: str = "base",
     ) -> None:
         """Builds ``num_envs`` copies; call :meth:`reset` before stepping.
 
@@ -130,6 +131,8 @@ class AirCombatEnv(
                 (time limit, both out of missiles, or both destroyed at once), with any
                 ``reward``; 0: none. Negative, a draw costs both sides: in self-play two
                 copies of one policy then gain nothing by both fleeing the fight.
+            observe: ``"base"``: the 10 features; ``"missiles"``: 4 more on the missiles in
+                flight (:data:`~ding_lite.envs.aircombat.observe.MISSILE_OBS_DIM`).
 
         Raises:
             ValueError: an unknown ``reward``, ``"zero_sum"`` without self-play, a
@@ -162,7 +165,7 @@ class AirCombatEnv(
         low, high = ((-1.0,), (1.0,)) if throttle is not None else ((-1.0, 0.0), (1.0, 1.0))
         super().__init__(
             num_envs=num_envs,
-            obs_shape=(OBS_DIM,),
+            obs_shape=(observe_dim(observe),),
             action_space=Hybrid(continuous=Box(low, high), discrete=(2,)),
             max_episode_steps=max_episode_steps,
             device=device,
@@ -172,17 +175,16 @@ class AirCombatEnv(
         self.shaped = reward in ("shaped", "zero_sum")
         self.zero_sum = reward == "zero_sum"
         self.opponent: Agent | None = None
-        if self.self_play:
-            opponent = None
-        elif isinstance(opponent, str):
-            opponent = create_agent(
+        if isinstance(opponent, Agent):
+            self.opponent = None if self.self_play else opponent
+        elif not self.self_play:
+            self.opponent = create_agent(
                 opponent,
                 num_envs=num_envs,
                 device=self.device,
                 seed=(seed or 0) + 1,
                 **(opponent_kwargs or {}),
             )
-        self.opponent = opponent
         n, m, dev = num_envs, P.MISSILES, self.device
         # Aircraft fields are [N, aircraft] (P1, P2); missile fields [N, shooter, slot].
         self.x = torch.zeros(n, 2, device=dev)
@@ -238,7 +240,7 @@ class AirCombatEnv(
             + [1.0 / P.DISTANCE_SCALE, 1.0 / math.pi, 1.0 / P.MAX_SPEED, 1.0],
             device=dev,
         )[:, None, None]  # per feature of a [10, K, 2] stack
-        self._p2_obs = torch.zeros(n, OBS_DIM, device=dev)  # P2's obs, for the opponent
+        self._p2_obs = torch.zeros(n, self.obs_shape[0], device=dev)  # P2's, for the opponent
         # This step's outcome, before autoreset: P1's view [N], or each agent's [N, 2].
         self._outcome = torch.zeros(self.batch_shape, device=dev)
         self._fired_final = self.fired
@@ -291,6 +293,7 @@ class AirCombatEnv(
         action and (without self-play) the opponent's; trigger is a 0/1 flag."""
         if self.self_play:
             return self._self_play_controls(action)
+        assert self.opponent is not None  # only self-play has none
         # P2's warner sees P1's missiles (shooter 0): inbound_missile()[:, 1] without a swap.
         opp = self.opponent.act(self._p2_obs, inbound=any_slot(self.m_seen)[:, 0])
         if self.throttle is None:
@@ -363,7 +366,7 @@ class AirCombatEnv(
         outcome = p1 - p2  # +1 win, -1 loss, 0 both alive or both dead
         self._outcome = outcome
         reward = outcome
-        if self.shaped:
+        if self.shaped and in_flight is not None:  # counted when shaping
             # Missiles gone without a hit (fuel out, left the arena): active before the step,
             # neither hit nor flying after it (before this step's launches).
             lost = in_flight - hits - still

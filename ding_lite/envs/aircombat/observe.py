@@ -7,7 +7,28 @@ import math
 import torch
 from torch import Tensor
 
+from ding_lite.envs.aircombat import physics as P
+from ding_lite.envs.aircombat.fields import MixinBase
+
 OBS_DIM = 10
+#: ``observe="missiles"`` adds: an enemy missile in the missile-approach warner's range
+#: (0/1), the nearest enemy missile in flight's proximity (1 - distance / DISTANCE_SCALE,
+#: 0 without one) and bearing from the own heading (/ pi, 0 without one), and the share of
+#: the own missiles in flight.
+MISSILE_OBS_DIM = 4
+OBSERVE = ("base", "missiles")
+
+
+def observe_dim(observe: str) -> int:
+    """The observation size of an ``observe`` option.
+
+    Raises:
+        ValueError: an unknown option.
+    """
+    if observe not in OBSERVE:
+        raise ValueError(f"observe must be one of {', '.join(OBSERVE)}; got {observe!r}")
+    return OBS_DIM + (MISSILE_OBS_DIM if observe == "missiles" else 0)
+
 
 _SWAP_INDEX: dict[torch.device, Tensor] = {}
 
@@ -33,7 +54,7 @@ def wrap(angle: Tensor) -> Tensor:
     return torch.remainder(angle + math.pi, 2.0 * math.pi) - math.pi
 
 
-class Observation:
+class Observation(MixinBase):
     """The observation methods of the air-combat env (a mixin: they use the env's tensors).
 
     Both aircraft are observed by the same function, each from its own side (own fields
@@ -48,29 +69,52 @@ class Observation:
         return obs
 
     def _observe(
-        self, x: Tensor, y: Tensor, heading: Tensor, speed: Tensor, stock: Tensor, alive: Tensor
+        self,
+        x: Tensor,
+        y: Tensor,
+        heading: Tensor,
+        speed: Tensor,
+        stock: Tensor,
+        alive: Tensor,
+        rows: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        """float32 ``[K, 10]`` observations of P1 and P2 from ``[K, 2]`` state fields.
+        """float32 ``[K, D]`` observations of P1 and P2 from ``[K, 2]`` state fields (of the
+        copies ``rows``, None: all).
 
         P1's is contiguous (it is returned to the caller); P2's is a strided view, read only
         by the opponent, which spares a transposing copy.
         """
-        features = self._features(x, y, heading, speed, stock, alive)
+        features = self._features(x, y, heading, speed, stock, alive, rows)
         # One transposing copy for P1. (Stacking [K, 2] columns along a new last dim instead
         # is several times slower.)
         return features[:, :, 0].T.contiguous(), features[:, :, 1].T
 
     def _observe_sides(
-        self, x: Tensor, y: Tensor, heading: Tensor, speed: Tensor, stock: Tensor, alive: Tensor
+        self,
+        x: Tensor,
+        y: Tensor,
+        heading: Tensor,
+        speed: Tensor,
+        stock: Tensor,
+        alive: Tensor,
+        rows: Tensor | None = None,
     ) -> Tensor:
-        """float32 ``[K, 2, 10]``, contiguous: row ``[k, i]`` is aircraft ``i``'s observation
+        """float32 ``[K, 2, D]``, contiguous: row ``[k, i]`` is aircraft ``i``'s observation
         (the self-play obs, aircraft = agent)."""
-        return self._features(x, y, heading, speed, stock, alive).permute(1, 2, 0).contiguous()
+        features = self._features(x, y, heading, speed, stock, alive, rows)
+        return features.permute(1, 2, 0).contiguous()
 
     def _features(
-        self, x: Tensor, y: Tensor, heading: Tensor, speed: Tensor, stock: Tensor, alive: Tensor
+        self,
+        x: Tensor,
+        y: Tensor,
+        heading: Tensor,
+        speed: Tensor,
+        stock: Tensor,
+        alive: Tensor,
+        rows: Tensor | None = None,
     ) -> Tensor:
-        """float32 ``[10, K, 2]``: feature, copy, observing aircraft (P1, P2)."""
+        """float32 ``[D, K, 2]``: feature, copy, observing aircraft (P1, P2)."""
         dx, dy = x[:, 1] - x[:, 0], y[:, 1] - y[:, 0]
         # Contiguous: one strided input sends the whole stack below down a slow path.
         dist = torch.hypot(dx, dy)[:, None].expand_as(x).contiguous()
@@ -80,4 +124,32 @@ class Observation:
         # own speed and alive.
         features = torch.stack((x, y, heading, speed, stock, alive, dist, bearing, speed, alive))
         torch.index_select(features[3:6:2], 2, self._swap_index, out=features[8:])
-        return features.mul_(self._obs_scale)
+        features.mul_(self._obs_scale)
+        if self.obs_shape[0] == OBS_DIM:
+            return features
+        return torch.cat((features, self._missile_features(x, y, heading, rows)))
+
+    def _missile_features(
+        self, x: Tensor, y: Tensor, heading: Tensor, rows: Tensor | None
+    ) -> Tensor:
+        """float32 ``[4, K, 2]``: the ``observe="missiles"`` features (see
+        :data:`MISSILE_OBS_DIM`) of the copies ``rows`` (None: all), per observer."""
+        m_x, m_y, active, seen = self.m_x, self.m_y, self.m_active, self.m_seen
+        if rows is not None:
+            m_x, m_y, active, seen = m_x[rows], m_y[rows], active[rows], seen[rows]
+        # [K, observer, slot]: the enemy's missiles (shooter 1 - observer).
+        dx, dy = swap(m_x) - x[..., None], swap(m_y) - y[..., None]
+        dist = torch.hypot(dx, dy).masked_fill(swap(active) <= 0, math.inf)
+        nearest, slot = dist.min(-1)
+        flying = torch.isfinite(nearest)
+        angle = torch.atan2(dy.gather(-1, slot[..., None]), dx.gather(-1, slot[..., None]))
+        bearing = wrap(angle.squeeze(-1) - heading) / math.pi
+        proximity = (1.0 - nearest / P.DISTANCE_SCALE).clamp(0.0, 1.0)
+        return torch.stack(
+            (
+                swap(seen).amax(-1),
+                torch.where(flying, proximity, 0.0),
+                torch.where(flying, bearing, 0.0),
+                active.sum(-1) / P.MISSILES,
+            )
+        )

@@ -14,10 +14,11 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.aircombat import physics as P
+from ding_lite.envs.aircombat.fields import MixinBase
 from ding_lite.envs.aircombat.slots import ACTIVE
 
 
-class Resets:
+class Resets(MixinBase):
     """The reset methods of the air-combat env (a mixin: they use the env's tensors)."""
 
     def _autoreset(self, done: Tensor) -> tuple[Tensor, Tensor]:
@@ -30,12 +31,19 @@ class Resets:
         rows = done.nonzero().squeeze(1)
         self._reset_rows(rows, done)
         if rows.numel():
-            fields = (self.x, self.y, self.heading, self.speed, self.stock, self.alive)
+            fields: tuple[Tensor, ...] = (
+                self.x,
+                self.y,
+                self.heading,
+                self.speed,
+                self.stock,
+                self.alive,
+            )
             fields = tuple(f[rows] for f in fields)
             if self.self_play:
-                obs[rows] = self._observe_sides(*fields)
+                obs[rows] = self._observe_sides(*fields, rows)
             else:
-                obs[rows], self._p2_obs[rows] = self._observe(*fields)
+                obs[rows], self._p2_obs[rows] = self._observe(*fields, rows)
         return obs, final_obs
 
     def _draw_starts(self, u: Tensor) -> dict[str, Tensor]:

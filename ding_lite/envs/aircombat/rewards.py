@@ -11,10 +11,11 @@ import math
 import torch
 from torch import Tensor
 
+from ding_lite.envs.aircombat.fields import MixinBase
 from ding_lite.envs.aircombat.flags import flag
 
 
-class DrawReward:
+class DrawReward(MixinBase):
     """``draw_reward``: added to a side's reward in the step its episode ends in a draw (a
     mixin: it reads the env's outcome and episode lengths)."""
 

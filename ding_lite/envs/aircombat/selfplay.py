@@ -34,11 +34,12 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.aircombat import physics as P
+from ding_lite.envs.aircombat.fields import MixinBase
 from ding_lite.envs.aircombat.flags import flag
 from ding_lite.envs.aircombat.observe import swap
 
 
-class SelfPlay:
+class SelfPlay(MixinBase):
     """The self-play methods of the air-combat env (a mixin: they use the env's tensors)."""
 
     def _self_play_controls(self, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -67,7 +68,7 @@ class SelfPlay:
             unlocked: ``[N, 2]`` missiles each shooter launched without a lock this step.
         """
         reward = self._outcome
-        if not self.shaped:
+        if not self.shaped or in_flight is None:  # counted when shaping
             return reward
         lost = in_flight - hits - still  # each shooter's missiles gone without a hit
         wasted = lost + unlocked

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from ding_lite.envs.aircombat import physics as P
+from ding_lite.envs.aircombat.fields import MixinBase
 from ding_lite.envs.aircombat.missiles import fly
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def missile_field(name: str) -> property:
     return property(get, set, doc=f"``[N, 2, MISSILES]`` view of row {row} of the slot block.")
 
 
-class MissileSlots:
+class MissileSlots(MixinBase):
     """The slot methods of the air-combat env (a mixin: they use the env's tensors)."""
 
     def _fly_dense(self, targets: Tensor) -> tuple[Tensor, Tensor]:

@@ -192,6 +192,10 @@ class AdvantageStep:
         # Global groups: a copy of its own (estimators that compare nothing) or its group.
         group = rollout["group"] if self.estimator.grouped else local
         fresh["key"] = ((stream["base"] + group) << _KEY_SHIFT) | rollout["episode"]
+        if self.estimator.greedy_baseline:  # the first row of each group acted greedily
+            first = torch.ones(copies, dtype=torch.bool, device=reward.device)
+            first[1:] = rollout["group"][1:copies] != rollout["group"][: copies - 1]
+            fresh["greedy"] = first[local]
         fresh = self._drop_cut(fresh, stream, rollout["step"], copies)
         merged = fresh
         if self._pending:
@@ -213,15 +217,19 @@ class AdvantageStep:
         if not bool(self._pending["col"].numel()):
             self._pending = {}
         taken = {k: v[ready] for k, v in merged.items()}
-        adv, ret = self.estimator.fn(
+        greedy = {"greedy": taken["greedy"]} if "greedy" in taken else {}
+        taken["adv"], taken["ret"] = self.estimator.fn(
             taken["reward"],
             taken["done"],
             group_key[ready],
             self.gamma,
             norm_by_std=self.norm_by_std,
+            **greedy,
         )
-        batch = {k: taken[k] for k in ("obs", "action", "logp", "value", "logp_prox") if k in taken}
-        batch["adv"], batch["ret"] = adv, ret
+        if greedy:  # the greedy episodes were a baseline, not samples of the policy
+            taken = {k: v[~taken["greedy"]] for k, v in taken.items()}
+        keep = ("obs", "action", "logp", "value", "logp_prox", "adv", "ret")
+        batch: dict[str, Tensor] = {k: taken[k] for k in keep if k in taken}
         if self.sequences:  # an episode of one env copy: its column and episode number
             batch["seq_len"] = lengths_by_key((taken["col"] << _KEY_SHIFT) | taken["episode"])
         for key in ("obs_norm_update", "ret_norm_update"):

@@ -12,18 +12,18 @@ import copy
 from typing import Any
 
 import torch
-from torch import nn
 
 from ding_lite.envs.spaces import ActionSpace
-from ding_lite.model import build_model
+from ding_lite.model import ActorCritic, build_model
 from ding_lite.model.normalizer import RunningNorm
 from ding_lite.policy.base import POLICY_REGISTRY, Policy
 from ding_lite.policy.build import model_arch
 from ding_lite.policy.ppo.advantages import AdvantageStep
+from ding_lite.policy.ppo.kickstart import Kickstart
 from ding_lite.policy.ppo.prepare import RolloutPrep, memory_of
 from ding_lite.policy.ppo.settings import PPOSettings, kl_controller
 from ding_lite.policy.ppo.update import PPOUpdate
-from ding_lite.rl_utils import get_adv_estimator, get_policy_loss
+from ding_lite.rl_utils import AdvEstimator, get_adv_estimator, get_policy_loss
 from ding_lite.rl_utils.loss_agg import TOKEN_MEAN
 from ding_lite.utils.rng import RngStream
 
@@ -50,7 +50,7 @@ class PPOPolicy(Policy):
         action_space: ActionSpace,
         device: str | torch.device = "cpu",
         total_iters: int | None = None,
-        model: nn.Module | None = None,
+        model: ActorCritic | None = None,
     ) -> None:
         super().__init__()
         self.cfg = cfg
@@ -101,6 +101,11 @@ class PPOPolicy(Policy):
         #: pipeline seeds it (``seed_updates``) so both pipelines draw the same orders.
         self.update_rng: RngStream | None = None
 
+    def set_teacher(self, teacher: ActorCritic) -> None:
+        """Kickstarts the update with a trained teacher (``policy.learn.kickstart``; see
+        :mod:`~ding_lite.policy.ppo.kickstart`); its coefficients come from the config."""
+        self.update.kickstart = Kickstart(teacher.to(self.device), self.settings.kickstart)
+
     @property
     def optimizer(self) -> torch.optim.Optimizer:
         """Adam (or AdamW) over the model's parameters, built on first use (acting never
@@ -123,7 +128,7 @@ class PPOPolicy(Policy):
         return getattr(self.model, "ret_rms", None)
 
     @property
-    def adv_estimator(self):
+    def adv_estimator(self) -> AdvEstimator:
         """The advantage estimator of the learner's advantage step (``.fn``,
         ``.normalize``, ``.episodic``); a collector ships episode numbers when episodic."""
         return self._adv_estimator
@@ -166,8 +171,10 @@ class PPOPolicy(Policy):
         return self.model.initial_state(batch, self.device if device is None else device)
 
     @torch.inference_mode()
-    def _forward_collect(self, obs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return self.model.act(obs)
+    def _forward_collect(
+        self, obs: torch.Tensor, deterministic: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.model.act(obs, deterministic=deterministic)
 
     @torch.inference_mode()
     def _step_collect(

@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from ding_lite.model import ActorCritic
 from ding_lite.policy.ppo.advantages import AdvantageStep
 
 Rollout = dict[str, Tensor]
@@ -53,7 +54,7 @@ class RolloutPrep:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: ActorCritic,
         advantages: AdvantageStep,
         *,
         recompute_values: bool,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from ding_lite.rl_utils import ClipRanges, get_adv_estimator, needs_proximal
@@ -63,6 +64,8 @@ class PPOSettings:
     kl_in_reward: Mapping[str, Any] = _from("learn")
     kl_estimator: str = _from("learn")
     loss_agg_mode: str = _from("learn")
+    kickstart: Mapping[str, Any] = _from("learn")
+    critic: Mapping[str, Any] = _from("learn")
     grad_clip_norm: float | None = _from("learn")
     grad_accum_steps: int = _from("learn")
     max_skipped_steps: int = _from("learn")
@@ -177,6 +180,8 @@ def check_update_config(cfg: Mapping[str, Any]) -> None:
     kl_controller(learn["kl_in_reward"])
     recurrent = model["core"] != "none"
     _check_loss_agg(learn["loss_agg_mode"], estimator.episodic, learn["bptt_horizon"])
+    _check_kickstart(learn["kickstart"], model["critic"])
+    _check_critic(learn["critic"], model)
     if not model["critic"]:
         conflict = None
         if not estimator.episodic:
@@ -221,4 +226,54 @@ def _check_loss_agg(mode: str, episodic: bool, horizon: int) -> None:
             "estimator a sequence is a BPTT segment and policy.learn.bptt_horizon=1 makes "
             "every sequence one step: set bptt_horizon (e.g. 16), or use an episode-level "
             "estimator (reinforce_pp, grpo, rloo), whose sequences are episodes"
+        )
+
+
+def _check_kickstart(kickstart: Mapping[str, Any], critic: bool) -> None:
+    """Refuses kickstarting settings out of range, or a teacher path that is not there."""
+    for key, ok in (
+        ("coef", lambda v: isinstance(v, int | float) and v >= 0),
+        ("value_coef", lambda v: isinstance(v, int | float) and v >= 0),
+        ("decay_iters", lambda v: isinstance(v, int) and v >= 0),
+    ):
+        value = kickstart[key]
+        if isinstance(value, bool) or not ok(value):
+            raise ConfigError(f"policy.learn.kickstart.{key} out of range: {value!r}")
+    teacher = kickstart["teacher"]
+    if not teacher:
+        return
+    if not Path(teacher).exists():
+        raise ConfigError(
+            f"policy.learn.kickstart.teacher: no such run dir or checkpoint file: {teacher}"
+        )
+    if kickstart["value_coef"] > 0 and not critic:
+        raise ConfigError(
+            "policy.learn.kickstart.value_coef needs a critic (policy.model.critic=true)"
+        )
+
+
+def _check_critic(critic: Mapping[str, Any], model: Mapping[str, Any]) -> None:
+    """Refuses ``policy.learn.critic`` settings out of range or that the model cannot take."""
+    kind, order, lr = critic["optimizer"], critic["order"], critic["learning_rate"]
+    if kind not in ("shared", "separate"):
+        raise ConfigError(f"policy.learn.critic.optimizer must be shared or separate; got {kind!r}")
+    if order not in ("together", "critic_first"):
+        raise ConfigError(
+            f"policy.learn.critic.order must be together or critic_first; got {order!r}"
+        )
+    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, int | float) or lr <= 0):
+        raise ConfigError(f"policy.learn.critic.learning_rate must be positive; got {lr!r}")
+    if kind == "shared":
+        if order != "together" or lr is not None:
+            key = "order" if order != "together" else "learning_rate"
+            raise ConfigError(
+                f"policy.learn.critic.{key} needs policy.learn.critic.optimizer=separate"
+            )
+        return
+    if not model["critic"]:
+        raise ConfigError("policy.learn.critic.optimizer=separate needs policy.model.critic=true")
+    if model["share_encoder"]:
+        raise ConfigError(
+            "policy.learn.critic.optimizer=separate needs separate actor and critic trunks "
+            "(policy.model.share_encoder=false): a shared trunk would be stepped by both"
         )

@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from ding_lite.model import ActorCritic
 from ding_lite.policy.ppo.batches import Minibatch
+from ding_lite.policy.ppo.kickstart import Kickstart, kickstart_losses
 from ding_lite.policy.ppo.settings import PPOSettings
 from ding_lite.rl_utils import ClipRanges, PolicyLossFn, entropy_loss, ppo_value_loss
 from ding_lite.rl_utils.kl_estimators import FULL, get_kl_estimator
@@ -47,12 +49,16 @@ class TermWeights:
         value_only: This update trains the value function only (``value_warmup_iters``).
         entropy_weight: ``entropy_weight``, annealed if ``entropy_anneal``.
         kl_coef: The KL penalty's coefficient as ``kl_coef_decay`` left it.
+        kickstart_coef, kickstart_value_coef: Kickstarting's weights as its decay left them
+            (0: no teacher, or its pull has ended).
     """
 
     settings: PPOSettings
     value_only: bool
     entropy_weight: float
     kl_coef: float
+    kickstart_coef: float = 0.0
+    kickstart_value_coef: float = 0.0
 
 
 class MinibatchPass:
@@ -75,6 +81,8 @@ class MinibatchPass:
         kl_estimator: How ``kl_ref`` is computed: ``"full"``, the exact KL between the
             action distributions, or a registered estimator from the log-probs of the
             minibatch's actions (``ding_lite.rl_utils.kl_estimators``).
+        kickstart: The teacher while its pull lasts (:mod:`~ding_lite.policy.ppo.
+            kickstart`), or None.
 
     Attributes:
         dist, newvalue: The model's action distribution and values, [N].
@@ -88,6 +96,8 @@ class MinibatchPass:
         kl_ref: Mean KL(current || reference policy) as ``kl_estimator`` has it, with
             gradient; 0 without a reference.
         entropy: Mean entropy of the action distribution, with gradient.
+        kickstart, kickstart_value: KL(teacher || policy) and the squared value gap to the
+            teacher's, with gradient; None without a teacher.
 
     The means of ``v_loss``, ``kl_ref`` and ``entropy`` are weighted by the minibatch's
     ``weight`` under a per-sequence ``loss_agg_mode`` (the policy loss through its
@@ -96,14 +106,15 @@ class MinibatchPass:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: ActorCritic,
         mb: Minibatch,
         *,
         clip: ClipRanges,
         v_clip: float | None,
-        ref_model: nn.Module | None,
+        ref_model: ActorCritic | None,
         policy_loss: PolicyLossFn,
         kl_estimator: str = FULL,
+        kickstart: Kickstart | None = None,
     ) -> None:
         self.mb, self.v_clip, self.ref_model = mb, v_clip, ref_model
         self.memory = () if mb.state is None else (mb.state, mb.episode_start)
@@ -140,6 +151,17 @@ class MinibatchPass:
                 kl = estimate(self.newlogprob, ref_dist.log_prob(mb.action))
             self.kl_ref = weighted_mean(kl, mb.weight)
         self.entropy = entropy_loss(self.dist.entropy(), mb.weight)
+        self.kickstart: Tensor | None = None
+        self.kickstart_value: Tensor | None = None
+        if kickstart is not None:
+            self.kickstart, self.kickstart_value = kickstart_losses(
+                kickstart,
+                mb.obs,
+                self.dist,
+                self.newvalue,
+                getattr(model, "obs_rms", None),  # the model's, not a config key
+                mb.weight,
+            )
 
 
 @dataclass(frozen=True)
@@ -147,7 +169,7 @@ class LossTerm:
     """One registered term (see :func:`register_loss_term`)."""
 
     name: str
-    compute: Callable[[MinibatchPass], Tensor]
+    compute: Callable[[MinibatchPass], Tensor | None]
     weight: Callable[[TermWeights], float | None] | None
     log_as: str
 
@@ -162,7 +184,7 @@ LOSS_TERM_REGISTRY: Registry[LossTerm] = Registry("loss term")
 
 def register_loss_term(
     name: str,
-    compute: Callable[[MinibatchPass], Tensor],
+    compute: Callable[[MinibatchPass], Tensor | None],
     *,
     weight: Callable[[TermWeights], float | None] | None = None,
     log_as: str | None = None,
@@ -172,7 +194,8 @@ def register_loss_term(
 
     Args:
         name: The term's name (a key of :func:`loss_terms`'s result).
-        compute: The term of one minibatch, a 0-dim tensor (with gradient for a loss term).
+        compute: The term of one minibatch, a 0-dim tensor (with gradient for a loss term),
+            or None where it is off (neither summed nor logged).
         weight: Its weight in the summed loss for an update, or None from it to leave it
             out of that update's sum; omitted, the term is a statistic (logged, not summed).
         log_as: The name of its mean in the learn info (default ``losses/<name>``).
@@ -219,8 +242,25 @@ register_loss_term(
     weight=lambda w: w.kl_coef if w.kl_coef > 0 else None,
     log_as="kl_ref",
 )
+register_loss_term(
+    "kickstart",  # None (left out) without a teacher
+    lambda p: p.kickstart,
+    weight=lambda w: None if w.value_only or w.kickstart_coef <= 0 else w.kickstart_coef,
+)
+register_loss_term(
+    "kickstart_value",
+    lambda p: p.kickstart_value,
+    weight=lambda w: w.kickstart_value_coef if w.kickstart_value_coef > 0 else None,
+)
 register_loss_term("approx_kl", lambda p: p.approx_kl, log_as="approx_kl")  # steers target_kl
 register_loss_term("clipfrac", lambda p: p.clipfrac, log_as="clipfrac")
+
+#: The update's phases: every term stepping every optimizer, or with separate optimizers
+#: (``policy.learn.critic``) the critic's terms stepping the critic's, then the others the
+#: actor's.
+ALL, CRITIC, ACTOR = "all", "critic", "actor"
+#: The terms that train the critic alone.
+CRITIC_TERMS = ("v_loss", "kickstart_value")
 
 #: The columns of the table of means, first: the order the update's reference was recorded
 #: with (a column's place in the table changes its mean's last bits); other names follow.
@@ -228,24 +268,31 @@ _TABLE_ORDER = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac", "kl_ref
 
 
 def loss_terms(pass_: MinibatchPass) -> dict[str, Tensor]:
-    """Every registered term of one minibatch, by name, then the policy loss's metrics."""
+    """Every registered term of one minibatch, by name (but those that are None: off in
+    this minibatch), then the policy loss's metrics."""
     terms = {name: term.compute(pass_) for name, term in LOSS_TERM_REGISTRY.items()}
-    return {**terms, **pass_.metrics}
+    return {**{k: v for k, v in terms.items() if v is not None}, **pass_.metrics}
 
 
-def total_loss(terms: dict[str, Tensor], weights: TermWeights) -> Tensor:
+def total_loss(terms: dict[str, Tensor], weights: TermWeights, phase: str = "all") -> Tensor:
     """The weighted sum of the loss terms, in registration order, leaving out a term whose
-    weight is None for this update."""
+    weight is None for this update; in the ``critic`` phase (separate optimizers, the
+    critic first) only :data:`CRITIC_TERMS`, in the ``actor`` phase only the others."""
     loss: Tensor | None = None
     for name, term in LOSS_TERM_REGISTRY.items():
-        w = None if term.weight is None else term.weight(weights)
-        if w is None:
+        w = None if term.weight is None or name not in terms else term.weight(weights)
+        if w is None or not _in_phase(name, phase):
             continue
         part = w * terms[name]
         loss = part if loss is None else loss + part
     if loss is None:
-        raise ValueError("no loss term has a weight in this update")
+        raise ValueError(f"no loss term has a weight in this update's {phase} phase")
     return loss
+
+
+def _in_phase(name: str, phase: str) -> bool:
+    """Whether a term is trained in a phase (see :func:`total_loss`)."""
+    return phase == ALL or (phase == CRITIC) == (name in CRITIC_TERMS)
 
 
 def mean_terms(kept: list[dict[str, Tensor]]) -> dict[str, float]:

@@ -21,11 +21,18 @@ import math
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from ding_lite.model import ActorCritic
 from ding_lite.policy.ppo.batches import SegmentSampler, minibatches
+from ding_lite.policy.ppo.kickstart import Kickstart
+from ding_lite.policy.ppo.optimizers import Optimizers
 from ding_lite.policy.ppo.settings import PPOSettings
 from ding_lite.policy.ppo.terms import (
+    ACTOR,
+    ALL,
+    CRITIC,
+    CRITIC_TERMS,
     MinibatchPass,
     TermWeights,
     logged,
@@ -35,7 +42,7 @@ from ding_lite.policy.ppo.terms import (
 )
 from ding_lite.rl_utils import PolicyLossFn, explained_variance
 from ding_lite.rl_utils.loss_agg import agg_weights
-from ding_lite.utils.distributed import all_mean_, average_gradients, world
+from ding_lite.utils.distributed import all_mean_, world
 
 Batch = dict[str, Tensor]
 
@@ -57,12 +64,12 @@ class PPOUpdate:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: ActorCritic,
         settings: PPOSettings,
         *,
         policy_loss: PolicyLossFn,
         normalize: bool,
-        ref_model: nn.Module | None,
+        ref_model: ActorCritic | None,
         total_iters: int | None,
         device: torch.device,
     ) -> None:
@@ -74,32 +81,45 @@ class PPOUpdate:
         self.kl_coef = float(settings.kl_coef)
         self.skipped_steps = 0
         self.skipped_in_a_row = 0  # reset by every applied step; too many: diverged
-        self._optimizer: torch.optim.Optimizer | None = None
+        self._optimizers: Optimizers | None = None
+        #: The kickstarting teacher (``policy.learn.kickstart``), or None.
+        self.kickstart: Kickstart | None = None
 
     @property
     def built_optimizer(self) -> bool:
-        """Whether :attr:`optimizer` was built (acting never builds one)."""
-        return self._optimizer is not None
+        """Whether the optimizers were built (acting never builds one)."""
+        return self._optimizers is not None
 
     @property
-    def optimizer(self) -> torch.optim.Optimizer:
-        """Adam (or AdamW) over the model's parameters, built on first use.
+    def optimizers(self) -> Optimizers:
+        """Adam (or AdamW): one over the model's parameters, or with
+        ``policy.learn.critic.optimizer=separate`` the actor's and the critic's; built on
+        first use.
 
         Collectors and evaluators never update, so they never build one: building the first
         optimizer of a process makes torch import ``torch._dynamo``, about 2 s of CPU.
         """
-        if self._optimizer is None:
+        if self._optimizers is None:
             s = self.settings
-            opt_cls = torch.optim.AdamW if s.optimizer == "adamw" else torch.optim.Adam
-            # foreach: one multi-tensor op per step, the same numbers, ~5% faster on CPU.
-            self._optimizer = opt_cls(
-                self.model.parameters(),
+            separate = s.critic["optimizer"] == "separate"
+            critic_lr = s.critic["learning_rate"]
+            self._optimizers = Optimizers(
+                self.model,
+                kind=s.optimizer,
                 lr=s.learning_rate,
                 eps=s.adam_eps,
                 weight_decay=s.weight_decay,
-                foreach=True,
+                critic_lr=(s.learning_rate if critic_lr is None else critic_lr)
+                if separate
+                else None,
             )
-        return self._optimizer
+        return self._optimizers
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The optimizer over the model's parameters (the actor's, with a separate
+        critic's)."""
+        return self.optimizers.actor
 
     def annealed(self, value: float, anneal: bool) -> float:
         """``value``, or with ``anneal`` its linear decay to 0 over the planned iterations."""
@@ -117,13 +137,16 @@ class PPOUpdate:
         index and sampling probability: lists, not scalars)."""
         s = self.settings
         lr = self.annealed(s.learning_rate, s.lr_anneal)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        self.optimizers.set_lr(lr)
+        ks = self.kickstart
+        pull = ks.factor(self.iteration) if ks is not None else 0.0
         weights = TermWeights(
             s,
             value_only=self.iteration < s.value_warmup_iters,
             entropy_weight=self.annealed(s.entropy_weight, s.entropy_anneal),
             kl_coef=self.kl_coef,
+            kickstart_coef=ks.coef * pull if ks is not None else 0.0,
+            kickstart_value_coef=ks.value_coef * pull if ks is not None else 0.0,
         )
         if "seq_len" in b:  # a per-sequence loss_agg_mode: each step's weight in the means
             norm_len = s.bptt_horizon if s.bptt_horizon > 1 else None
@@ -142,12 +165,25 @@ class PPOUpdate:
             progress=self.iteration / self.total_iters if self.total_iters else 0.0,
             device=self.device,
         )
-        kept, grad_norms = self._epochs(b, sampler, mb_size, weights, rank, ranks)
-        means = mean_terms(kept)
+        if s.critic["order"] == "critic_first" and self.optimizers.critic is not None:
+            # verl's order: the critic's epochs first, then the actor's on the same batch
+            # (none during the value warm-up).
+            kept, grad_norms = self._epochs(b, sampler, mb_size, weights, rank, ranks, CRITIC)
+            means = mean_terms(kept)
+            if not weights.value_only:
+                kept, actor_norms = self._epochs(b, sampler, mb_size, weights, rank, ranks, ACTOR)
+                grad_norms += actor_norms
+                critic_means, means = means, mean_terms(kept)
+                means.update({k: critic_means[k] for k in CRITIC_TERMS if k in critic_means})
+        else:
+            kept, grad_norms = self._epochs(b, sampler, mb_size, weights, rank, ranks)
+            means = mean_terms(kept)
         self._advance_schedules()
         norms = torch.stack(grad_norms) if grad_norms else torch.zeros(1)
+        kickstart = {} if ks is None else {"charts/kickstart_coef": weights.kickstart_coef}
         return {
             **logged(means),
+            **kickstart,
             "kl_coef": weights.kl_coef,
             # explained_variance, data/advantage_mean, data/advantage_std
             **batch_stats(b, critic=getattr(self.model, "critic", True)),
@@ -168,11 +204,23 @@ class PPOUpdate:
         weights: TermWeights,
         rank: int,
         ranks: int,
+        phase: str = ALL,
     ) -> tuple[list[dict[str, Tensor]], list[Tensor]]:
-        """The epochs of minibatch steps (this process is ``rank`` of ``ranks``); returns
-        each minibatch's detached terms and each optimizer step's gradient norm."""
+        """The epochs of minibatch steps (this process is ``rank`` of ``ranks``) of one
+        phase: every loss term stepping every optimizer (``all``), or with separate
+        optimizers the critic's terms stepping the critic's (``critic``) or the others
+        stepping the actor's (``actor``); returns each minibatch's detached terms and each
+        optimizer step's gradient norm."""
         s = self.settings
+        opts = self.optimizers
+        which = opts.all()
+        if phase == ACTOR:
+            which = [opts.actor]
+        elif phase == CRITIC and opts.critic is not None:
+            which = [opts.critic]
         ref_model = self.ref_model if weights.kl_coef > 0 else None
+        pulled = weights.kickstart_coef > 0 or weights.kickstart_value_coef > 0
+        kickstart = self.kickstart if pulled else None
         kept: list[dict[str, Tensor]] = []
         grad_norms: list[Tensor] = []
         n_backward = 0
@@ -198,38 +246,34 @@ class PPOUpdate:
                         ref_model=ref_model,
                         policy_loss=self.policy_loss,
                         kl_estimator=s.kl_estimator,
+                        kickstart=kickstart,
                     )
                 )
-                loss = total_loss(terms, weights)
+                loss = total_loss(terms, weights, phase)
                 (loss / s.grad_accum_steps).backward()
                 n_backward += 1
                 kept.append({name: term.detach() for name, term in terms.items()})
                 if n_backward % s.grad_accum_steps == 0:
-                    grad_norms.append(self._optimizer_step())
+                    grad_norms.append(self._optimizer_step(which))
             if n_backward % s.grad_accum_steps:  # a leftover accumulated gradient
-                grad_norms.append(self._optimizer_step())
+                grad_norms.append(self._optimizer_step(which))
                 n_backward = 0
-            if s.target_kl is not None and kept:
+            if s.target_kl is not None and kept and phase != CRITIC:
                 approx_kl = all_mean_(kept[-1]["approx_kl"].clone()).item()
                 if approx_kl > s.target_kl:
                     break
         return kept, grad_norms
 
-    def _optimizer_step(self) -> Tensor:
-        """Clips and applies the accumulated gradient; skips it (counted) if not finite."""
-        max_norm = self.settings.grad_clip_norm
-        average_gradients(self.model.parameters())  # data-parallel ranks: the mean gradient
-        grad_norm = nn.utils.clip_grad_norm_(
-            self.model.parameters(), max_norm if max_norm is not None else math.inf
-        )
+    def _optimizer_step(self, which: list[torch.optim.Optimizer]) -> Tensor:
+        """Clips and applies the accumulated gradient with ``which`` optimizers; skips it
+        (counted) if not finite."""
+        grad_norm = self.optimizers.step(which, self.settings.grad_clip_norm)
         if torch.isfinite(grad_norm):
-            self.optimizer.step()
             self.skipped_in_a_row = 0
         else:
             self.skipped_steps += 1
             self.skipped_in_a_row += 1
-        self.optimizer.zero_grad(set_to_none=True)
-        return grad_norm.detach()
+        return grad_norm
 
     def _advance_schedules(self) -> None:
         """After an update: the next iteration, the decayed KL coefficient, and every
@@ -245,7 +289,7 @@ class PPOUpdate:
         """The optimizer, the schedule, the KL coefficient and the skipped steps (as the
         policy's checkpoint has always stored them) and the reference model, if any."""
         state: dict[str, Any] = {
-            "optimizer": self.optimizer.state_dict(),
+            **self.optimizers.state_dict(),
             "schedule": {"iter": self.iteration, "total_iters": self.total_iters or 0},
             "kl_coef": self.kl_coef,
             "skipped_steps": self.skipped_steps,
@@ -258,7 +302,9 @@ class PPOUpdate:
         """Restores what :meth:`state_dict` stored."""
         # Optimizer.load_state_dict keeps the given tensors; copy them so a policy loaded
         # from another live policy's state does not share its Adam moments.
-        self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
+        self.optimizers.load_state_dict(
+            copy.deepcopy({k: v for k, v in state.items() if k.endswith("optimizer")})
+        )
         self.iteration = int(state["schedule"]["iter"])
         self.kl_coef = float(state["kl_coef"])
         self.skipped_steps = int(state.get("skipped_steps", 0))  # a checkpoint's, not config

@@ -49,6 +49,8 @@ class SerialCollector:
         next_obs: also ship ``next_obs``, the observation after each step (the final one
             where an episode ended), so the learner can recompute ``next_value``
             (``policy.learn.recompute_values``).
+        greedy: the first policy row of each reset group acts with the most likely actions
+            (the greedy baseline of ``remax``, whose advantage step drops those rows).
 
     A recurrent policy (``policy.recurrent``) is stepped with its state, one per env copy,
     zeroed where an episode starts; each rollout also holds ``episode_start`` and the state
@@ -82,6 +84,7 @@ class SerialCollector:
         rng: RngStream | None = None,
         next_obs: bool = False,
         reward_fn: Callable[..., torch.Tensor] | None = None,
+        greedy: bool = False,
     ) -> None:
         if horizon < 1 or n_steps % horizon:
             raise ValueError(f"n_steps={n_steps} is not a whole number of {horizon}-step segments")
@@ -99,6 +102,11 @@ class SerialCollector:
         self.stream = 0  #: shipped with episode numbers; a parallel collector draws its own
         copy_of_row = torch.arange(rows, device=env.device) // self.agents
         self._group = copy_of_row // group_size
+        # remax's greedy rows: the first of each reset group (None: every row samples).
+        self._greedy = None
+        if greedy:
+            self._greedy = torch.ones(rows, dtype=torch.bool, device=env.device)
+            self._greedy[1:] = self._group[1:] != self._group[:-1]
         # The envs stepped in turn and the policy rows of each (one group: every row).
         self._groups = env.groups if isinstance(env, BufferedEnv) else [env]
         self._group_rows = BufferedEnv.row_slices(self._groups, self.agents)
@@ -145,6 +153,7 @@ class SerialCollector:
             rng=RngStream(stream_seed(seed, COLLECT_STREAM), env.device),
             next_obs=bool(cfg.policy.learn.recompute_values),
             reward_fn=build_reward_fn(cfg.env.reward_fn, cfg.env.reward_fn_kwargs),
+            greedy=policy.adv_estimator.greedy_baseline,
         )
 
     def _alloc(self) -> None:
@@ -170,6 +179,7 @@ class SerialCollector:
         if self.carry.episode is not None:
             self._b_episode = torch.empty((T, B), dtype=torch.long, device=dev)
         if self.recurrent:  # the state before each step, and where episodes start
+            assert self.carry.core_state is not None  # a recurrent policy's carry has it
             self._b_state = torch.empty((T, *self.carry.core_state.shape), device=dev)
             self._b_start = torch.empty((T, B), dtype=torch.bool, device=dev)
 
@@ -205,12 +215,14 @@ class SerialCollector:
         raw = self.carry.obs
         for t in range(self.n_steps):
             if obs_rms is not None:
+                assert self._b_raw_obs is not None  # allocated with the statistics
                 self._b_raw_obs[t] = raw
                 obs = obs_rms.normalize(raw)
             else:
                 obs = raw
             self._b_obs[t] = obs
             if self.recurrent:
+                assert self.carry.core_state is not None and self.carry.episode_start is not None
                 self._b_state[t] = self.carry.core_state
                 self._b_start[t] = self.carry.episode_start
             action = self._act_and_step(t, obs)
@@ -235,6 +247,7 @@ class SerialCollector:
             if self.recurrent:
                 self.carry.episode_start = self._b_dones[t].clone()
             if ret_rms is not None:
+                assert self._b_running_return is not None  # allocated with the statistics
                 self.carry.running_return.mul_(self.gamma).add_(reward)
                 self._b_running_return[t] = self.carry.running_return
                 self.carry.running_return.masked_fill_(self._b_dones[t], 0.0)
@@ -258,6 +271,7 @@ class SerialCollector:
         if self.recurrent:
             # The state after step t: the one stored before step t + 1 (before any reset),
             # and for the last step the one carried on.
+            assert self.carry.core_state is not None
             after = torch.cat((self._b_state[1:], self.carry.core_state.unsqueeze(0))).flatten(0, 1)
             no_start = torch.zeros(T * B, dtype=torch.bool, device=after.device)
             next_values = self.policy.get_value(final_obs, after, no_start).view(T, B)
@@ -274,6 +288,7 @@ class SerialCollector:
             self.recent_outcomes.extend(self.last_outcomes)
         self.episodes += len(self.last_returns) // self.agents
         rows = functools.partial(as_rows, horizon=self.horizon)
+        assert self._b_actions is not None  # allocated at the first step
         data = {
             "obs": rows(self._b_obs),
             "action": rows(self._b_actions),
@@ -301,6 +316,7 @@ class SerialCollector:
                 starts = starts.movedim(1, 0)
             data["core_state"] = starts.flatten(0, 1).clone()
         if obs_rms is not None:
+            assert self._b_raw_obs is not None
             data["obs_norm_update"] = obs_rms.summarize(self._b_raw_obs).unsqueeze(0)
         if ret_rms is not None:
             data["ret_norm_update"] = ret_rms.summarize(self._b_running_return).unsqueeze(0)
@@ -313,12 +329,18 @@ class SerialCollector:
         actions, states = [], []
         for group, rows in zip(self._groups, self._group_rows, strict=True):
             if self.recurrent:
+                assert self.carry.core_state is not None and self.carry.episode_start is not None
                 action, logp, value, state = self.policy.step(
                     obs[rows], self.carry.core_state[rows], self.carry.episode_start[rows]
                 )
                 states.append(state)
             else:
                 action, logp, value = self.policy.forward(obs[rows])
+                if self._greedy is not None:  # remax: each group's first row acts greedily
+                    greedy = self._greedy[rows]
+                    g_action, g_logp, _ = self.policy.forward(obs[rows][greedy], True)
+                    action, logp = action.clone(), logp.clone()
+                    action[greedy], logp[greedy] = g_action, g_logp
             self._b_logprobs[t, rows] = logp
             self._b_values[t, rows] = value
             group.step_async(self._per_copy_action(action))

@@ -37,6 +37,7 @@ from ding_lite.utils.log import get_logger
 from ding_lite.utils.rng import set_seed
 from ding_lite.utils.threads import set_worker_threads
 from ding_lite.worker.learner.base_learner import BaseLearner
+from ding_lite.worker.learner.saved_policy import attach_teacher
 
 #: Exit code of a learner rank whose group broke (a peer died, or a collective timed out).
 GROUP_LOST_EXIT = 3
@@ -82,6 +83,7 @@ def build_policy(cfg: Any, device_override: str | None = None) -> tuple[Any, Any
         total_iters=total_iters or cfg.max_train_iter,
     )
     seed_updates(policy, cfg.seed)  # the stream a serial run's update draws from
+    attach_teacher(policy, cfg, probe.obs_shape, probe.action_space)
     return probe, policy, batch
 
 
@@ -209,6 +211,7 @@ class RankFollower:
             if op == "train":
                 rollouts = int(command["rollouts"])
                 batch = [distributed.broadcast_tensors(None) for _ in range(rollouts)]
+                assert self._learner is not None  # rank 0 sends "start" first
                 self._learner.train(batch, envstep=int(command["envstep"]))
             elif op == "start":
                 self._start(command["config"], command.get("checkpoint"))

@@ -49,6 +49,8 @@ EXPERIMENTS = (
     "matrix_selfplay_ppo",
     "cartpole_reinforce_pp",
     "cartpole_grpo",
+    "grid_ppo",
+    "grid_ppo_parallel",
     # The zoo (ding_lite.config.zoo): one tuned experiment per task of rl-zoo's PPO table.
     "zoo_acrobot",
     "zoo_mountaincar",
@@ -66,7 +68,7 @@ EXPERIMENTS = (
 FLOAT32_MAX = 3.4028234663852886e38
 
 
-def deep_merge_dicts(base: Mapping, update: Mapping) -> dict:
+def deep_merge_dicts(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     """Returns a new dict: ``base`` with ``update`` merged in, recursing into dicts."""
     merged = copy.deepcopy(dict(base))
     for key, value in update.items():
@@ -86,7 +88,7 @@ def to_plain(obj: Any) -> Any:
     return obj
 
 
-def _all_keys(tree: Mapping, prefix: str = "") -> list[str]:
+def _all_keys(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
     keys = []
     for key, value in tree.items():
         dotted = f"{prefix}{key}"
@@ -207,7 +209,9 @@ def _check_value(dotted: str, value: Any, default: Any) -> Any:
     return value
 
 
-def _validate(tree: Mapping, defaults: Mapping, prefix: str = "") -> dict:
+def _validate(
+    tree: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str = ""
+) -> dict[str, Any]:
     """Checks every key of ``tree`` against ``defaults``; returns a converted copy."""
     out = {}
     for key, value in tree.items():
@@ -256,9 +260,9 @@ def parse_value(raw: str) -> Any:
     return raw
 
 
-def parse_overrides(overrides: Iterable[str]) -> dict:
+def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
     """Turns ``["a.b=1", "c=x"]`` into the nested dict ``{"a": {"b": 1}, "c": "x"}``."""
-    nested: dict = {}
+    nested: dict[str, Any] = {}
     for item in overrides:
         key, sep, raw = item.partition("=")
         key = key.strip()
@@ -288,13 +292,14 @@ def _coerce_text(dotted: str, raw: str) -> Any:
     return parse_value(raw)
 
 
-def load_experiment(name_or_file: str | Mapping) -> dict:
+def load_experiment(name_or_file: str | Mapping[str, Any]) -> dict[str, Any]:
     """Returns the (partial) config of a bundled experiment, a Python/YAML file or a dict.
 
     A Python file defines ``config = dict(...)``; a YAML file holds the mapping itself.
     """
     if isinstance(name_or_file, Mapping):
-        return to_plain(name_or_file)
+        plain: dict[str, Any] = to_plain(name_or_file)
+        return plain
     text = str(name_or_file)
     path = Path(text)
     if path.suffix in (".py", ".yaml", ".yml", ".json"):
@@ -307,14 +312,16 @@ def load_experiment(name_or_file: str | Mapping) -> dict:
                 raise ConfigError(f"config file {path} failed to run: {err}") from None
             if not isinstance(namespace.get("config"), Mapping):
                 raise ConfigError(f"config file {path} must define a dict named 'config'")
-            return to_plain(namespace["config"])
+            plain = to_plain(namespace["config"])
+            return plain
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as err:
             raise ConfigError(f"cannot parse config file {path}: {err}") from None
         if not isinstance(data, Mapping):
             raise ConfigError(f"config file {path} must hold a mapping at the top")
-        return to_plain(data)
+        plain = to_plain(data)
+        return plain
     if text not in EXPERIMENTS:
         zoo = [name for name in EXPERIMENTS if name.startswith("zoo_")]
         rest = [name for name in EXPERIMENTS if name not in zoo]
@@ -324,7 +331,8 @@ def load_experiment(name_or_file: str | Mapping) -> dict:
             "or pass a .py/.yaml config file"
         )
     module = importlib.import_module(f"ding_lite.config.experiments.{text}")
-    return copy.deepcopy(module.config)
+    plain = copy.deepcopy(module.config)
+    return plain
 
 
 def get_config(name: str) -> EasyDict:
@@ -335,8 +343,8 @@ def get_config(name: str) -> EasyDict:
 
 
 def compile_config(
-    cfg: str | Mapping,
-    overrides: Iterable[str] | Mapping = (),
+    cfg: str | Mapping[str, Any],
+    overrides: Iterable[str] | Mapping[str, Any] = (),
     **top_level: Any,
 ) -> EasyDict:
     """Resolves a config for a run.

@@ -6,7 +6,8 @@ in this process or, with ``vector_mode="async"``, in subprocesses. Other package
 with :func:`register_env`. ``two_agent_meet`` is a tiny 2-agent env (``num_agents = 2``,
 see :class:`~ding_lite.envs.base.TensorVectorEnv` for the agent axis), and
 ``create_env("aircombat", N, opponent="self")`` is air-combat self-play; ``matrix_game`` is
-a symmetric zero-sum matrix game of one move (the league's proving ground).
+a symmetric zero-sum matrix game of one move (the league's proving ground); ``grid`` is
+a multi-agent grid world with egocentric windows (``[C, H, W]`` observations).
 
 A user's own env module (one that registers envs when imported) is imported with
 :func:`import_env_modules`; an env name never imports one by itself
@@ -26,6 +27,7 @@ from ding_lite.envs.aircombat import AirCombatEnv
 from ding_lite.envs.base import TensorVectorEnv
 from ding_lite.envs.cartpole import CartPoleEnv
 from ding_lite.envs.env_modules import import_env_modules
+from ding_lite.envs.grid import GridEnv
 from ding_lite.envs.gym_adapter import VECTOR_MODES, GymVectorEnv
 from ding_lite.envs.matrix_game import MatrixGameEnv
 from ding_lite.envs.pendulum import PendulumEnv
@@ -41,6 +43,7 @@ __all__ = [
     "CartPoleEnv",
     "Discrete",
     "ENV_REGISTRY",
+    "GridEnv",
     "Hybrid",
     "MultiDiscrete",
     "PendulumEnv",
@@ -187,3 +190,4 @@ register_env(PendulumEnv.name, PendulumEnv)
 register_env(AirCombatEnv.name, AirCombatEnv)
 register_env(TwoAgentMeetEnv.name, TwoAgentMeetEnv)
 register_env(MatrixGameEnv.name, MatrixGameEnv)
+register_env(GridEnv.name, GridEnv)

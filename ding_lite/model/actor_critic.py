@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -12,16 +12,15 @@ from torch import Tensor, nn
 
 from ..envs.spaces import ActionSpace
 from .dists import ActionDist
+from .encoders import ACTIVATIONS, ENCODERS, Encoder, build_encoder
 from .heads import PolicyHead
-from .layers import layer_init, mlp_layers
+from .layers import layer_init
 from .normalizer import RunningNorm
 from .recurrent import CORES, RecurrentCore
 
-ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
-
 
 class ActorCritic(PolicyHead):
-    """An MLP actor and critic whose policy head fits the action space.
+    """An actor and critic (MLP or CNN encoders) whose policy head fits the action space.
 
     Heads by action space:
 
@@ -42,7 +41,7 @@ class ActorCritic(PolicyHead):
         action_space: The env's action space.
         hidden_sizes: Widths of the hidden layers of each MLP; empty for linear heads.
         activation: ``"tanh"`` or ``"relu"``.
-        share_encoder: Use one MLP trunk for actor and critic instead of two.
+        share_encoder: Use one trunk (encoder) for actor and critic instead of two.
         log_std_init: Initial log standard deviation of Gaussian heads.
         state_dependent_std: For ``Box``, predict log-std from the observation instead of
             learning one parameter per action dimension. ``Hybrid`` always predicts it.
@@ -69,9 +68,15 @@ class ActorCritic(PolicyHead):
         sde: For ``Box``, state-dependent exploration (:mod:`~ding_lite.model.sde`): a
             ``[features, d]`` log-std matrix ``sde_log_std`` instead of ``log_std``.
         sde_sample_freq: With ``sde``, samples between new exploration matrices.
+        encoder: ``"mlp"`` (observations flattened) or ``"cnn"`` (``[C, H, W]``
+            observations through convolutions, then ``hidden_sizes``); see
+            :mod:`~ding_lite.model.encoders`.
+        cnn_channels: With ``encoder="cnn"``, the output channels of each convolution.
+        cnn_kernel: With ``encoder="cnn"``, the side of each convolution's kernel.
 
     Raises:
-        ValueError: For an unknown activation or core, an unsupported or empty action space,
+        ValueError: For an unknown activation, encoder or core, a ``cnn`` encoder on
+            observations not shaped ``[C, H, W]``, an unsupported or empty action space,
             or a ``Hybrid`` continuous part with non-finite bounds.
     """
 
@@ -95,10 +100,17 @@ class ActorCritic(PolicyHead):
         critic: bool = True,
         sde: bool = False,
         sde_sample_freq: int = 4,
+        encoder: str = "mlp",
+        cnn_channels: Sequence[int] = (32, 32),
+        cnn_kernel: int = 3,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; known: {', '.join(ACTIVATIONS)}")
+        if encoder not in ENCODERS:
+            raise ValueError(
+                f"unknown policy.model.encoder {encoder!r}; known: {', '.join(ENCODERS)}"
+            )
         if core not in ("none", *CORES):
             raise ValueError(f"unknown core {core!r}; known: none, {', '.join(CORES)}")
         shape = (obs_dim,) if isinstance(obs_dim, int) else tuple(int(s) for s in obs_dim)
@@ -110,14 +122,15 @@ class ActorCritic(PolicyHead):
         share_encoder = share_encoder or not critic  # no critic trunk to build
         self.share_encoder = share_encoder
         hidden_sizes = tuple(int(h) for h in hidden_sizes)
-        feat_dim = hidden_sizes[-1] if hidden_sizes else flat_dim
 
-        self._activation = ACTIVATIONS[activation]
-        self._flatten = len(shape) > 1
-        self.actor_encoder = mlp_layers(flat_dim, hidden_sizes, ortho_init)
-        self.critic_encoder = (
-            None if share_encoder else mlp_layers(flat_dim, hidden_sizes, ortho_init)
-        )
+        def trunk() -> Encoder:
+            return build_encoder(
+                encoder, shape, hidden_sizes, activation, ortho_init, cnn_channels, cnn_kernel
+            )
+
+        self.actor_encoder = trunk()
+        self.critic_encoder = None if share_encoder else trunk()
+        feat_dim = self.actor_encoder.out_dim
         #: The recurrent core (None: a feed-forward policy, no state); the actor's only
         #: when ``critic_core`` is set.
         self.core = None if core == "none" else RecurrentCore(core, feat_dim, int(core_size))
@@ -192,16 +205,10 @@ class ActorCritic(PolicyHead):
         (unchanged without ``obs_norm``)."""
         return obs if self.obs_rms is None else self.obs_rms.normalize(obs)
 
-    def _encode(self, layers: nn.ModuleList, x: Tensor) -> Tensor:
-        # Functional calls skip nn.Module.__call__, a large share of the cost at small B.
-        act = self._activation
-        for layer in layers:
-            x = act(F.linear(x, layer.weight, layer.bias))
-        return x
+    def _encode(self, encoder: Encoder, x: Tensor) -> Tensor:
+        return encoder.encode(x)  # functional: skips nn.Module.__call__
 
     def _features(self, obs: Tensor) -> tuple[Tensor, Tensor]:
-        if self._flatten:
-            obs = obs.flatten(1)
         h_pi = self._encode(self.actor_encoder, obs)
         if self.critic_encoder is None:
             return h_pi, h_pi
@@ -236,12 +243,10 @@ class ActorCritic(PolicyHead):
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Checks a recurrent input: ``obs`` holds ``S`` segments of ``T`` steps,
         segment-major (``[S * T, ...]``), ``state`` their start states ``[S, state_size]``,
-        ``episode_start`` bool ``[S * T]``. Returns the flat observations ``[S * T, F]``,
+        ``episode_start`` bool ``[S * T]``. Returns the observations ``[S * T, ...]``,
         the states and the episode starts ``[T, S]``."""
         if state is None or episode_start is None:
             raise ValueError("a recurrent model needs the state and episode_start of its inputs")
-        if self._flatten:
-            obs = obs.flatten(1)
         segments = state.shape[0]
         rows = obs.shape[0]
         if segments < 1 or rows % segments:
@@ -251,7 +256,7 @@ class ActorCritic(PolicyHead):
 
     def _replay(
         self,
-        encoder: nn.ModuleList,
+        encoder: Encoder,
         core: RecurrentCore,
         obs: Tensor,
         state: Tensor,
@@ -309,8 +314,6 @@ class ActorCritic(PolicyHead):
             return obs.new_zeros(obs.shape[0])
         if self.core is not None:
             return self._value(self._critic_features(*self._segments(obs, state, episode_start)))
-        if self._flatten:
-            obs = obs.flatten(1)
         layers = self.actor_encoder if self.critic_encoder is None else self.critic_encoder
         return self._value(self._encode(layers, obs))
 
@@ -321,8 +324,6 @@ class ActorCritic(PolicyHead):
         core, ``state`` and ``episode_start`` as in :meth:`forward`."""
         if self.core is not None:
             return self._dist(self._actor_features(*self._segments(obs, state, episode_start)))
-        if self._flatten:
-            obs = obs.flatten(1)
         return self._dist(self._encode(self.actor_encoder, obs))
 
     @torch.no_grad()
@@ -361,8 +362,6 @@ class ActorCritic(PolicyHead):
         """
         if self.core is None:
             return (*self.act(obs, deterministic), state)
-        if self._flatten:
-            obs = obs.flatten(1)
         size = self.core.state_size
         h, actor_state = self.core.step(
             self._encode(self.actor_encoder, obs), state[:, :size], episode_start

@@ -19,14 +19,16 @@ def build_model(
         **model_cfg: Keyword options of :class:`ActorCritic` (``hidden_sizes``,
             ``activation``, ``share_encoder``, ``log_std_init``, ``state_dependent_std``,
             ``zero_init_value``, ``ortho_init``, ``obs_norm``, ``obs_clip``, ``core``,
-            ``core_size``, ``critic``, ``sde``, ``sde_sample_freq``) and
+            ``core_size``, ``critic``, ``sde``, ``sde_sample_freq``, ``encoder``,
+            ``cnn_channels``, ``cnn_kernel``) and
             ``return_norm`` (set by the policy from ``policy.learn.reward_scale``).
 
     Returns:
         The :class:`ActorCritic`.
 
     Raises:
-        ValueError: For an unknown option, activation or action space.
+        ValueError: For an unknown option, activation, encoder or action space, or a
+            ``cnn`` encoder on observations not shaped ``[C, H, W]``.
     """
     unknown = sorted(set(model_cfg) - set(MODEL_OPTIONS) - {"return_norm"})
     if unknown:
@@ -49,5 +51,8 @@ MODEL_OPTIONS = (
     "critic",
     "sde",
     "sde_sample_freq",
+    "encoder",
+    "cnn_channels",
+    "cnn_kernel",
 )
 """Keyword options :func:`build_model` accepts."""

@@ -42,6 +42,13 @@ class PolicyHead(nn.Module):
     policy_head: nn.Linear
     log_std: nn.Parameter | None
     sde_log_std: nn.Parameter | None
+    sde_noise: SdeNoise | None
+    # Buffers (register_buffer), declared for type checkers: the discrete parts' mask and
+    # a Hybrid space's bounds.
+    logits_mask: Tensor | None
+    action_loc: Tensor
+    action_scale: Tensor
+    action_log_scale: Tensor
 
     def _plan_sde(
         self, sde: bool, sample_freq: int, features: int, log_std_init: float, dependent: bool
@@ -135,7 +142,7 @@ class PolicyHead(nn.Module):
             return MultiCategoricalDist(self._part_logits(out))
         d = self._act_dim
         if self._kind == "box":
-            if self.sde_log_std is not None:
+            if self.sde_log_std is not None and self.sde_noise is not None:
                 sigma = self.sde_log_std.exp()
                 return SdeGaussianDist(out, h_pi.detach(), sigma, self.sde_noise)
             if self.log_std is not None:

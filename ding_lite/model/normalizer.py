@@ -53,6 +53,11 @@ class RunningNorm(nn.Module):
         clip: ``normalize`` clips its output to [-clip, clip] (None: no clipping).
     """
 
+    # Buffers (register_buffer): declared for type checkers, which cannot see them.
+    count: Tensor
+    mean: Tensor
+    m2: Tensor
+
     def __init__(self, shape: Sequence[int], clip: float | None = None) -> None:
         super().__init__()
         self.shape = tuple(int(s) for s in shape)

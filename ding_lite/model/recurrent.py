@@ -15,6 +15,8 @@ so that it rides in rollout files and checkpoints like any other tensor.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 
@@ -53,7 +55,7 @@ class RecurrentCore(nn.Module):
 
     def initial_state(self, batch: int, device: str | torch.device = "cpu") -> Tensor:
         """Zeros ``[batch, state_size]``: the state at the start of every episode."""
-        weight = self.rnn.weight_ih_l0
+        weight = cast(Tensor, self.rnn.weight_ih_l0)  # torch types module attributes loosely
         return torch.zeros(batch, self.state_size, device=device, dtype=weight.dtype)
 
     def _run(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:

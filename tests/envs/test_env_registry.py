@@ -23,7 +23,7 @@ def test_unknown_name_lists_known_and_suggests():
     assert isinstance(err.value, ValueError) and isinstance(err.value, KeyError)
     assert str(err.value) == (
         "unknown env 'cartpol' (did you mean 'cartpole'?); "
-        "known: cartpole, pendulum, aircombat, two_agent_meet, matrix_game, gym:<id>"
+        "known: cartpole, pendulum, aircombat, two_agent_meet, matrix_game, grid, gym:<id>"
     )
     with pytest.raises(ValueError, match="unknown env 'zzz'") as err:
         create_env("zzz", 2)

@@ -46,6 +46,20 @@ def tiny(*overrides: str) -> list[str]:
 # run's files (checkpoints, evaluations, curves).
 TINY_CARTPOLE = tiny("policy.learn.n_epochs=1", "evaluator.eval_freq=1")
 
+# ding-lite tune's tests: a CartPole experiment file whose trial trains for a second (an
+# evaluation of 2 episodes after every iteration of 4 copies x 16 steps, no target), and a
+# search space file of the learning rate alone.
+TUNE_EXPERIMENT = """
+exp_name: tiny_cartpole
+max_env_step: 256
+env: {name: cartpole, num_envs: 4}
+policy:
+  learn: {n_epochs: 1, batch_size: 32}
+  collect: {n_steps: 16}
+evaluator: {eval_freq: 1, n_episodes: 2, stop_value: null}
+"""
+TUNE_LR_SPACE = "policy.learn.learning_rate: {type: float, low: 1.0e-4, high: 1.0e-2, log: true}\n"
+
 
 def tiny_cfg(tmp_path: Path, *overrides: str, max_train_iter: int = 6) -> Any:
     """A compiled cartpole_ppo config of :data:`TINY` size in ``tmp_path``, one epoch an

@@ -89,6 +89,53 @@ def _add_trained_args(parser: argparse.ArgumentParser) -> None:
     _add_import_arg(parser, "a run dir's config.json imports nothing by itself")
 
 
+def _add_tune_parser(sub: argparse._SubParsersAction) -> None:
+    """``ding-lite tune``: an Optuna study over the experiment's settings (docs/tune.rst)."""
+    tune = sub.add_parser(
+        "tune", help="tune an experiment's settings with Optuna; writes the best as best.py"
+    )
+    tune.add_argument("-c", "--config", help="bundled experiment or a .py/.yaml file")
+    tune.add_argument("--trials", type=int, default=20, help="trials to run (default 20)")
+    tune.add_argument(
+        "--jobs", type=int, default=1, help="worker processes sharing the study (default 1)"
+    )
+    tune.add_argument("--study", help="study name (default <exp_name>_tune); joins it if it exists")
+    tune.add_argument(
+        "--storage",
+        help="Optuna storage: sqlite:///PATH, journal:PATH, or a database URL "
+        "(default: sqlite in the study's folder)",
+    )
+    tune.add_argument(
+        "--sampler", choices=("tpe", "random"), default="tpe", help="Optuna sampler (default tpe)"
+    )
+    tune.add_argument(
+        "--pruner",
+        choices=("median", "hyperband", "none"),
+        default="median",
+        help="stops trials whose evaluations fall behind (default median)",
+    )
+    tune.add_argument(
+        "--objective",
+        choices=("final", "best", "steps_to_target"),
+        help="what a trial scores (default: steps_to_target if the experiment has a "
+        "stop_value, else final)",
+    )
+    tune.add_argument(
+        "--seeds", default="2", help="seeds per trial: a count (default 2) or a list 11,12,13"
+    )
+    tune.add_argument("--space", help="search space file (.yaml, .json or .py)")
+    tune.add_argument(
+        "--max-env-step", type=int, help="each seed's budget (default: the experiment's)"
+    )
+    tune.add_argument("--out", help="folder of studies (default ./tune)")
+    tune.add_argument(
+        "--pipeline",
+        choices=("serial", "parallel"),
+        default="serial",
+        help="the pipeline each trial trains in (default serial)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ding-lite", description="Hook-driven PPO training, serial or parallel."
@@ -135,6 +182,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=int, default=0, help="seed of the (first) episode (default 0)"
     )
     render.add_argument("--opponent", help="P2's agent (default: the experiment's opponent)")
+    export = sub.add_parser(
+        "export",
+        help="a checkpoint's policy as an ONNX or TorchScript file, normalization folded in",
+    )
+    export.add_argument(
+        "run_path", metavar="RUN_DIR", help="a run dir, its ckpt/ folder or a .pt checkpoint"
+    )
+    export.add_argument(
+        "--format",
+        choices=("onnx", "torchscript"),
+        default="onnx",
+        help="the file's format (default onnx; onnx needs pip install 'ding-lite[export]')",
+    )
+    export.add_argument(
+        "--out", help="the file to write (default policy.onnx, or policy.pt for torchscript)"
+    )
+    export.add_argument(
+        "--sampling",
+        action="store_true",
+        help="the sampling policy (its noise an extra input) instead of the deterministic one",
+    )
     status = sub.add_parser("status", help="show a run's live status (its status.json)")
     status.add_argument("run_path", metavar="RUN_DIR", help="the run's experiment dir")
     status.add_argument(
@@ -193,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="carry each run at its last value to the end of its group's longest run "
         "(a run that stopped when it solved)",
     )
+    _add_tune_parser(sub)
     league = sub.add_parser(
         "league", help="a league run's members, ratings and win-rate matrix (league/table.json)"
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 from ding_lite.entry.cli.arguments import SHORTHANDS, build_parser
 from ding_lite.entry.cli.interrupts import import_for
-from ding_lite.entry.cli.trained import eval_command, render_command
+from ding_lite.entry.cli.trained import eval_command, export_command, render_command
 from ding_lite.utils.errors import DingLiteError, DiskFullError
 from ding_lite.utils.stop import (
     STOP_REASONS,
@@ -215,6 +215,12 @@ def _league(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tune(args: argparse.Namespace) -> int:
+    from ding_lite.entry.tune.command import tune_command
+
+    return tune_command(args)
+
+
 def _worker(args: argparse.Namespace) -> int:
     from ding_lite.config.config import load_experiment
     from ding_lite.config.modules import named_env_modules
@@ -269,10 +275,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         "serial": _serial,
         "eval": eval_command,
         "render": render_command,
+        "export": export_command,
         "status": _status,
         "dashboard": _dashboard,
         "plot": _plot,
         "league": _league,
+        "tune": _tune,
         "parallel": _parallel,
         "coordinator": _coordinator,
         "learner": _worker,

@@ -1,4 +1,4 @@
-"""The ``ding-lite`` commands that use a trained checkpoint: ``eval`` and ``render``."""
+"""The ``ding-lite`` commands that use a trained checkpoint: ``eval``, ``render`` and ``export``."""
 
 from __future__ import annotations
 
@@ -111,4 +111,14 @@ def render_command(args: argparse.Namespace) -> int:
         f"{r['path']}: {OUTCOME_TEXT[round(r['outcome'])]} after {r['length']} steps, "
         f"missiles fired {fired[0]}-{fired[1]} ({r['checkpoint']}, iteration {r['train_iter']})"
     )
+    return 0
+
+
+def export_command(args: argparse.Namespace) -> int:
+    """``ding-lite export``: a checkpoint's policy as an ONNX or TorchScript file."""
+    from ding_lite.entry.trained.export import FORMATS, export_policy
+
+    out = args.out or f"policy{FORMATS[args.format]}"
+    info = export_policy(args.run_path, args.format, out=out, sampling=args.sampling)
+    print("\n".join(info.describe()))
     return 0

@@ -1,10 +1,27 @@
 """Installs ding_lite and its ``ding-lite`` command."""
 
+import re
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+
+def read_version() -> str:
+    """Reads ``__version__`` from ding_lite/__init__.py without importing the package.
+
+    Importing it would need its dependencies installed before they are; the version lives in
+    that one line only.
+    """
+    text = Path(__file__).with_name("ding_lite").joinpath("__init__.py").read_text("utf-8")
+    match = re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE)
+    if match is None:
+        raise RuntimeError('no __version__ = "X.Y.Z" line in ding_lite/__init__.py')
+    return match.group(1)
+
 
 setup(
     name="ding-lite",
-    version="0.1.0",
+    version=read_version(),
     description="A small, fast, hook-driven RL training service (PPO) in PyTorch",
     long_description=open("README.rst", encoding="utf-8").read(),
     long_description_content_type="text/x-rst",
@@ -16,6 +33,8 @@ setup(
         "ding_lite.config": ["experiments/*.py"],
         # The dashboard page (ding-lite dashboard): served from the package, nothing fetched.
         "ding_lite.entry.live": ["static/*"],
+        # PEP 561: users' type checkers read ding_lite's annotations.
+        "ding_lite": ["py.typed"],
     },
     install_requires=[
         "torch>=2.1",
@@ -47,8 +66,13 @@ setup(
         "plot": ["matplotlib"],
         # logger.wandb=true: mirror runs to Weights & Biases.
         "wandb": ["wandb"],
+        # ding-lite tune: Optuna studies (JournalStorage needs 4.0), its plots with matplotlib.
+        "tune": ["optuna>=4.0", "matplotlib"],
         # ding-lite parallel --launcher ray: workers as Ray actors, on one machine or a cluster.
         "ray": ["ray>=2.9"],
+        # ding-lite export: onnx writes and checks the graph (torch's TorchScript-based
+        # exporter, no onnxscript needed), onnxruntime runs it.
+        "export": ["onnx>=1.14", "onnxruntime>=1.16"],
         # The docs site: sphinx-build -W -b html docs build/docs (docs/conf.py).
         "docs": ["sphinx>=7", "furo"],
         # The tests build the docs site too (tests/docs), so they need what it needs.
@@ -72,6 +96,13 @@ setup(
             "selenium>=4.10",
             # Property tests: the coordinator's state round-trips every field it has.
             "hypothesis>=6",
+            # tests/entry/test_export.py: the exported graphs against predict.
+            "onnx>=1.14",
+            "onnxruntime>=1.16",
+            "optuna>=4.0",  # tests/entry/test_tune.py, tests/multihost/test_tune_hosts.py
+            # tests/packaging: sdist and wheel (python -m build), and the type checker.
+            "build>=1",
+            "mypy>=1.10",
         ],
         "bench": ["gymnasium[mujoco]>=1.0", "Box2D>=2.3.10", "stable-baselines3"],
     },

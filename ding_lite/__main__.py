@@ -8,7 +8,7 @@ import sys
 # command imports. Dropped before anything else is imported, as the ``ding-lite`` script
 # never adds it. ding_lite itself is imported already, so a source checkout run without
 # an install goes on finding its own modules.
-if sys.path and not sys.flags.safe_path and sys.path[0] in ("", os.getcwd()):
+if sys.path and not getattr(sys.flags, "safe_path", False) and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
 from ding_lite.utils.stop import exit_quietly_while_loading  # noqa: E402

@@ -324,7 +324,8 @@ class CollectorPool(CoordinatorPart):
         syncing = {cid for cid, _, _ in self._syncs}
         now = time.monotonic()
         for cid in self.running():
-            behind = self.records[cid].version < policy.version and cid not in syncing
+            held = self.records[cid].version  # a running collector's: never None
+            behind = held is not None and held < policy.version and cid not in syncing
             if behind and now >= self._resync_at.get(cid, 0.0):
                 self._send_sync(cid, {**policy._asdict(), **self._source()})
 

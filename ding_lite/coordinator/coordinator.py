@@ -349,7 +349,9 @@ class Coordinator:
         self.rollouts.discard_rest()
         left = (closed.result or {}).get("left_in_path_data") if closed is not None else None
         local = self.rollouts.local or not isinstance(left, int) or isinstance(left, bool)
-        self.status.ledger = self.rollouts.ledger(None if local else max(left, 0))
+        self.status.ledger = self.rollouts.ledger(
+            None if local or not isinstance(left, int) else max(left, 0)
+        )
         self.status.dropped = self.rollouts.dropped
         self.status.restarts = self.restarter.restarts if self.restarter else 0
         if self.status.stop_reason is None:

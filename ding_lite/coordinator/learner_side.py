@@ -96,7 +96,9 @@ class LearnerLink(CoordinatorPart):
             config = {**config, "learner": learner}
         # A learner still running this run (back after a cut link or a pause) answers where
         # its training stands instead of starting again.
-        data = {"config": config, "take_back": True} if resume else {"config": config}
+        data: dict[str, Any] = (
+            {"config": config, "take_back": True} if resume else {"config": config}
+        )
         if resume and self.cfg.system.data_plane == "http":  # it may be on another host
             data["fetch"] = home_checkpoints(ckpt)
         outcome = self.transport.send_task(
@@ -203,6 +205,7 @@ class LearnerLink(CoordinatorPart):
         """One iteration: asks the learner's demand, hands it a batch, books its answer."""
         state, status, system = self.state, self.state.status, self.cfg.system
         learner = state.learner
+        assert learner is not None  # learn() runs once the learner started
         demand = self.transport.send_task(learner, "learner_get_data_task", {}, system.http_timeout)
         if not demand.success:
             return self._task_failed("learner_get_data_task", demand.error)

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ding_lite.utils.paths import is_inside, parse_rollout_path, scan_rollouts
 
@@ -242,7 +242,7 @@ class RolloutLedger:
     def _checked(self, meta: Any) -> dict[str, Any]:
         path = meta.get("path") if isinstance(meta, dict) else None
         parsed = parse_rollout_path(path) if isinstance(path, str) else None
-        if parsed is None or not is_inside(path, self.path_data):
+        if parsed is None or not isinstance(path, str) or not is_inside(path, self.path_data):
             raise ValueError(f"not a rollout file inside path_data: {str(path)[:200]!r}")
         return dict(parsed)
 
@@ -265,5 +265,5 @@ class RolloutLedger:
         return sum(v for k, v in self.counts.items() if k.startswith("dropped_"))
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0

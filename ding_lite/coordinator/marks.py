@@ -152,7 +152,7 @@ class BatchMark:
 def _is_rollout(meta: Any, folders: RunFolders) -> bool:
     path = meta.get("path") if isinstance(meta, dict) else None
     parsed = parse_rollout_path(path) if isinstance(path, str) else None
-    if parsed is None or not is_inside(path, folders.path_data):
+    if parsed is None or not isinstance(path, str) or not is_inside(path, folders.path_data):
         return False
     extra = {k: v for k, v in meta.items() if k not in parsed}  # a scan adds when it was made
     said = all(type(meta.get(k)) is type(v) and meta[k] == v for k, v in parsed.items())

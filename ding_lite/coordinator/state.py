@@ -127,7 +127,7 @@ def _encode(value: Any, hint: Any) -> Any:
         return _encode(value, args[0])
     if origin in (typing.Union, types.UnionType):
         return _encode(value, _not_none(args))
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return {name: _encode(getattr(value, name), h) for name, h in hints(hint).items()}
     if _is_named_tuple(hint):
         return [_encode(getattr(value, name), h) for name, h in hints(hint).items()]

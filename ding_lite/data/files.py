@@ -277,7 +277,7 @@ def remove_temp_files(folder: str | Path) -> list[Path]:
         The files deleted.
     """
     folder = Path(folder)
-    removed = []
+    removed: list[Path] = []
     if not folder.is_dir():
         return removed
     for path in folder.iterdir():

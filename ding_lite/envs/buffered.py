@@ -18,7 +18,7 @@ lies in one group env, where it is local reset group ``(i - offset_g) // R``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import Tensor
@@ -26,6 +26,9 @@ from torch import Tensor
 from ding_lite.envs.base import StepResult, TensorVectorEnv
 from ding_lite.envs.from_config import build_env
 from ding_lite.utils.errors import ConfigError
+
+if TYPE_CHECKING:  # seats imports this module
+    from ding_lite.envs.seats import SeatedEnv
 
 
 class BufferedEnv:
@@ -42,7 +45,7 @@ class BufferedEnv:
             ``offsets[g]`` to ``offsets[g] + groups[g].num_envs - 1``).
     """
 
-    def __init__(self, groups: Sequence[TensorVectorEnv]) -> None:
+    def __init__(self, groups: Sequence[TensorVectorEnv | SeatedEnv]) -> None:
         """Puts ``groups`` side by side.
 
         Raises:
@@ -86,7 +89,7 @@ class BufferedEnv:
         return torch.cat(obs), {}
 
     @staticmethod
-    def row_slices(groups: Sequence[TensorVectorEnv], agents: int) -> list[slice]:
+    def row_slices(groups: Sequence[TensorVectorEnv | SeatedEnv], agents: int) -> list[slice]:
         """Each group's policy rows among all copies' ``N * agents`` rows (copy-major)."""
         bounds = [0]
         for env in groups:
@@ -108,7 +111,9 @@ class BufferedEnv:
         """
         if len(results) == 1:
             return results[0]
-        obs, reward, terminated, truncated = (torch.cat([r[i] for r in results]) for i in range(4))
+        obs, reward, terminated, truncated = (
+            torch.cat([cast(Tensor, r[i]) for r in results]) for i in range(4)
+        )
         infos = [r[4] for r in results]
         info: dict[str, Any] = {"episode": _concat_common([i["episode"] for i in infos])}
         info.update(_concat_common([{k: v for k, v in i.items() if k != "episode"} for i in infos]))
@@ -154,7 +159,7 @@ def _concat_common(parts: Sequence[dict[str, Any]]) -> dict[str, Tensor]:
     }
 
 
-def split_env(env: TensorVectorEnv, cfg: Any, seed: int, k: int) -> BufferedEnv:
+def split_env(env: TensorVectorEnv, cfg: Any, seed: int, k: int) -> TensorVectorEnv | BufferedEnv:
     """``k`` envs of ``env.num_envs / k`` copies each, built from the run's config ``cfg``
     like ``env`` and on its device, in place of ``env`` (which is closed): group ``g``
     gets seed ``seed + g * num_envs / k``, so gymnasium copy ``i`` still gets ``seed + i``.

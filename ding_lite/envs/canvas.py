@@ -58,6 +58,8 @@ class Canvas:
         xs = np.arange(cols[0], cols[1], dtype=np.float32)[None, :] + 0.5
         dx, dy = x1 - x0, y1 - y0
         length2 = dx * dx + dy * dy
+        px: np.ndarray | float
+        py: np.ndarray | float
         if length2 > 0.0:  # the closest point of the segment to each pixel centre
             t = np.clip(((xs - x0) * dx + (ys - y0) * dy) / length2, 0.0, 1.0)
             px, py = x0 + t * dx, y0 + t * dy

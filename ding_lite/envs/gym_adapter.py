@@ -197,9 +197,10 @@ class GymVectorEnv(TensorVectorEnv):
             ``(obs, info)``: obs float32 ``[N, *obs_shape]``; info is empty.
         """
         seed = self._take_seed(seed)
+        seeds: int | list[int] | None = seed  # with reset groups, one per copy
         if self._groups is not None:
-            seed = self._groups.seeds(self.generator, seed)
-        obs, _ = self._env.reset(seed=seed)
+            seeds = self._groups.seeds(self.generator, seed)
+        obs, _ = self._env.reset(seed=seeds)
         self._clear_episodes()
         return self._to_tensor(self._observe(obs), torch.float32), {}
 

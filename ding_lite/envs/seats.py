@@ -14,7 +14,7 @@ untouched, so any env with ``num_agents == 2`` and an outcome per episode can be
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import torch
 from torch import Tensor
@@ -180,5 +180,6 @@ def seat(env: Any, seating: Seating) -> Any:
     """``env`` (or each group of a :class:`~ding_lite.envs.buffered.BufferedEnv`) seated
     with ``seating``."""
     if isinstance(env, BufferedEnv):
-        return BufferedEnv([SeatedEnv(group, seating) for group in env.groups])
+        # The groups of an env not seated yet: plain envs.
+        return BufferedEnv([SeatedEnv(cast(TensorVectorEnv, g), seating) for g in env.groups])
     return SeatedEnv(env, seating)

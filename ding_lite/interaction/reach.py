@@ -18,7 +18,7 @@ CALLBACK_TIMEOUT = (3.05, 5.0)  # the ping that checks a registering worker can 
 logger = get_logger("interaction.master")
 
 
-def call_back(worker_id: str, address: str, token: str | None) -> None:
+def call_back(worker_id: str, address: str, token: str) -> None:
     """Pings the worker ``worker_id`` at ``address`` (one retry).
 
     Raises:

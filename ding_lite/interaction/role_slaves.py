@@ -10,6 +10,7 @@ Both are a :class:`~ding_lite.interaction.slave.Slave` with the role fixed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ding_lite.interaction.slave import Slave
@@ -37,4 +38,5 @@ class CollectorSlave(_RoleSlave):
     ROLE = "collector"
 
 
-SLAVES: dict[str, type[Slave]] = {"learner": LearnerSlave, "collector": CollectorSlave}
+# The roles' constructors differ from Slave's (each builds its own handlers).
+SLAVES: dict[str, Callable[..., Slave]] = {"learner": LearnerSlave, "collector": CollectorSlave}

@@ -15,7 +15,7 @@ import resource
 import threading
 import time
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
 
 from waitress import create_server, wasyncore
 from waitress.task import ThreadedTaskDispatcher
@@ -23,6 +23,9 @@ from waitress.task import ThreadedTaskDispatcher
 from ding_lite.interaction.app import largest_limit
 from ding_lite.utils.errors import DingLiteError
 from ding_lite.utils.log import get_logger
+
+if TYPE_CHECKING:  # typing.Self is Python 3.11+; ding_lite supports 3.10
+    from typing_extensions import Self
 
 THREAD_PREFIX = "ding_lite-"
 """Every thread this package starts is named with this prefix (tests look for leftovers)."""

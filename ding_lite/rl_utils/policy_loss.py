@@ -71,8 +71,9 @@ class ClipRanges:
         return self.clip_ratio if self.clip_ratio_high is None else float(self.clip_ratio_high)
 
 
-PolicyLossFn = Callable[[Tensor, Tensor, Tensor, ClipRanges], tuple[Tensor, dict[str, Tensor]]]
-"""``fn(logp, logp_old, adv, clip) -> (loss, metrics)``, see the module docstring."""
+PolicyLossFn = Callable[..., tuple[Tensor, dict[str, Tensor]]]
+"""``fn(logp, logp_old, adv, clip) -> (loss, metrics)``, see the module docstring; a proximal
+one also takes ``logp_prox`` by keyword (so the type leaves the arguments unchecked)."""
 
 POLICY_LOSS_REGISTRY: Registry[PolicyLossFn] = Registry("policy loss")
 _PROXIMAL: dict[str, bool] = {}  # name -> registered with proximal=True

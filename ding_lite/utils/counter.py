@@ -21,7 +21,9 @@ class CountVar:
     """
 
     __slots__ = ("_val",)
-    __hash__ = None  # mutable: equal to an int, so it must not pretend to hash like one
+    # Mutable: equal to an int, so it must not pretend to hash like one. (typeshed types
+    # object.__hash__ as a method, not the None that marks a class unhashable.)
+    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, init_val: int = 0) -> None:
         self._val = int(init_val)

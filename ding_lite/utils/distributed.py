@@ -94,6 +94,7 @@ def init_from_env(timeout_s: float) -> tuple[int, int]:
         # one the host name resolves to (which other hosts may not reach at all).
         if (name := interface_towards(addr)) is not None:
             os.environ["GLOO_SOCKET_IFNAME"] = name
+    store: dist.Store
     if os.environ.get(AGENT_STORE) == "True":  # torchrun's agent serves the store
         store = dist.TCPStore(addr, port, size, False, timeout=timeout)
     elif addr in LOOPBACK:  # one machine: rank 0 serves it on 127.0.0.1 only
@@ -167,6 +168,7 @@ def broadcast_tensors(tensors: dict[str, torch.Tensor] | None, src: int = 0) -> 
         return tensors or {}
     header = None
     if rank == src:
+        assert tensors is not None  # the sending rank has them
         header = [
             [k, list(t.shape), str(t.dtype).removeprefix("torch."), t.device.type]
             for k, t in tensors.items()
@@ -175,6 +177,7 @@ def broadcast_tensors(tensors: dict[str, torch.Tensor] | None, src: int = 0) -> 
     out = {}
     for name, shape, dtype, device in header:
         if rank == src:
+            assert tensors is not None
             tensor = tensors[name].contiguous()
         else:
             tensor = torch.empty(shape, dtype=getattr(torch, dtype), device=_local(device))

@@ -47,7 +47,7 @@ class RolloutMeta(TypedDict):
     size: int  # samples in the file
 
 
-def _resolve(path: str | os.PathLike) -> Path:
+def _resolve(path: object) -> Path:
     if not isinstance(path, str | os.PathLike):
         raise UnsafePathError(f"a path must be a string, got {type(path).__name__}")
     try:
@@ -56,7 +56,7 @@ def _resolve(path: str | os.PathLike) -> Path:
         raise UnsafePathError(f"not a usable path: {str(path)[:200]!r} ({err})") from None
 
 
-def resolve_inside(path: str | os.PathLike, root: str | os.PathLike) -> Path:
+def resolve_inside(path: object, root: str | os.PathLike) -> Path:
     """Resolves ``path`` (symlinks, ``..``, relative to the working dir) and checks that the
     result lies strictly inside ``root`` (also resolved).
 

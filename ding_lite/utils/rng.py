@@ -76,6 +76,7 @@ class RngStream:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        assert self._saved is not None  # set by __enter__
         cpu_saved, cuda_saved = self._saved
         self._saved = None
         self._cpu = torch.get_rng_state()

@@ -43,7 +43,7 @@ def count_outcomes(outcomes: Tensor | Sequence[float]) -> OutcomeCounts:
         outcomes: ``[E]`` outcomes of finished episodes, a tensor or a list of floats.
     """
     # Plain Python, so the coordinator's process (lists only) never imports torch.
-    values = outcomes.reshape(-1).tolist() if hasattr(outcomes, "tolist") else list(outcomes)
+    values = list(outcomes) if isinstance(outcomes, Sequence) else outcomes.reshape(-1).tolist()
     wins = sum(1 for v in values if v > 0)
     losses = sum(1 for v in values if v < 0)
     return OutcomeCounts(wins=wins, losses=losses, draws=len(values) - wins - losses)

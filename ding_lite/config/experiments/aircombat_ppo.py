@@ -5,7 +5,9 @@ Bernoulli); its throttle is fixed at full (``env.kwargs.throttle=null`` lets it 
 too). Target: win >= 60% of the evaluation episodes, within 15 minutes on 2 CPU cores.
 """
 
-config = dict(
+from typing import Any
+
+config: dict[str, Any] = dict(
     exp_name="aircombat_ppo",
     max_env_step=25_000_000,
     env=dict(

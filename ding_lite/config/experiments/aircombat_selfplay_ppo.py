@@ -20,10 +20,12 @@ default survival bonus and no draw cost, so that returns compare with aircombat_
 win >= 60% of 1,000 sampled episodes against CrankAgent (docs/benchmarks.rst).
 """
 
+from typing import Any
+
 from ding_lite.config.experiments.aircombat_ppo import config as _against_crank
 
 _learn = _against_crank["policy"]["learn"]
-config = dict(
+config: dict[str, Any] = dict(
     _against_crank,
     exp_name="aircombat_selfplay_ppo",
     max_env_step=8_000_000,

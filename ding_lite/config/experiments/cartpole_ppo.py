@@ -1,6 +1,8 @@
 """PPO on the bundled torch CartPole (gymnasium CartPole-v1's dynamics); solved at 475."""
 
-config = dict(
+from typing import Any
+
+config: dict[str, Any] = dict(
     exp_name="cartpole_ppo",
     max_env_step=500_000,
     env=dict(name="cartpole", num_envs=32),

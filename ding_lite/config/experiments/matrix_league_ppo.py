@@ -16,7 +16,9 @@ action probabilities, exactly; 0 at the equilibrium), logged as ``league/exploit
 docs/league.rst has the figures and what else was tried.
 """
 
-config = dict(
+from typing import Any
+
+config: dict[str, Any] = dict(
     exp_name="matrix_league_ppo",
     max_env_step=300_000,
     env=dict(name="matrix_game", num_envs=128, kwargs=dict(payoff="biased_rps")),

@@ -8,7 +8,9 @@ value clipping, observation normalization and reward scaling. Needs the ``mujoco
 deterministic episodes) every 50 iterations.
 """
 
-config = dict(
+from typing import Any
+
+config: dict[str, Any] = dict(
     exp_name="mujoco_ppo",
     max_env_step=1_000_000,
     env=dict(name="gym:HalfCheetah-v5", num_envs=8),

@@ -9,7 +9,9 @@ reached -200 within 200,000 env steps on 11 of seeds 40-59, these on 38 of 40; j
 seeds 100-129 (docs/benchmarks.rst, Pendulum).
 """
 
-config = dict(
+from typing import Any
+
+config: dict[str, Any] = dict(
     exp_name="pendulum_ppo",
     max_env_step=300_000,
     env=dict(name="pendulum", num_envs=16),

@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ding_lite.config.modules import named_env_modules
 from ding_lite.utils.log import get_logger
@@ -227,11 +227,20 @@ class Launcher:
         stop_children([*self.procs.values(), *followers])
 
 
+class WorkerWatch(Protocol):
+    """What :class:`LauncherTransport` asks of a launcher, or of the supervisor's link to
+    one (:class:`~ding_lite.entry.launch.link.SupervisorLink`)."""
+
+    def mark_registered(self, worker_ids: list[str]) -> None: ...
+
+    def alive(self, worker_id: str) -> bool: ...
+
+
 class LauncherTransport:
     """The Master, seen by the coordinator: a child whose process ended, or that the launcher
     gave up on, counts as gone at once, before its heartbeats run out."""
 
-    def __init__(self, master: Any, launcher: Launcher) -> None:
+    def __init__(self, master: Any, launcher: WorkerWatch) -> None:
         self.master, self.launcher = master, launcher
 
     def worker_ids(self, role: str) -> list[str]:

@@ -122,11 +122,11 @@ class RayWorker:
 
     def wait(self, timeout: float) -> int:
         deadline = time.monotonic() + timeout
-        while self.poll() is None:
+        while (code := self.poll()) is None:
             if time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(f"ray actor {self.pid}", timeout)
             time.sleep(0.05)
-        return self.returncode
+        return code
 
     def terminate(self) -> None:
         """SIGTERM where the actor's process is on this machine (the worker closes
@@ -246,7 +246,7 @@ class RayLauncher(Launcher):
                     f"({type(err).__name__}): set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH to its "
                     "token (ray get-auth-token on its head node)"
                 ) from None
-        auth = {True: "token authentication", False: "NO token authentication"}
+        auth: dict[object, str] = {True: "token authentication", False: "NO token authentication"}
         self._logger.info(
             f"Ray: joined the cluster at {ray.get_runtime_context().gcs_address} "
             f"({auth.get(requires, 'token not checked')}): {ray.cluster_resources()}"

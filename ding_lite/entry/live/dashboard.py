@@ -75,7 +75,7 @@ def is_loopback(host: str) -> bool:
     except ValueError:
         pass
     try:
-        found = {info[4][0] for info in socket.getaddrinfo(name, None)}
+        found = {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
     except (OSError, UnicodeError):
         return False
     return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in found)

@@ -34,7 +34,7 @@ RAY_MISSING = (
 )
 
 
-def compile_parallel_config(cfg: str | Mapping | None, *args: Any, **options: Any) -> Any:
+def compile_parallel_config(cfg: str | Mapping[str, Any] | None, *args: Any, **options: Any) -> Any:
     """Resolves a parallel run's config and refuses settings that cannot work, before
     anything is written; the run dir and the shared folders are placed when the run claims
     its dir (:meth:`~ding_lite.entry.run.lifecycle.RunDir.claim_parallel`).
@@ -47,22 +47,22 @@ def compile_parallel_config(cfg: str | Mapping | None, *args: Any, **options: An
     dropped (``dropped_rollback``).
     """
     opts = RunOptions.of_call("compile_parallel_config", args, options, parallel=True)
-    cfg = compile_run_config(cfg, opts)
-    if cfg.system.launcher == "ray" and importlib.util.find_spec("ray") is None:
+    run_cfg = compile_run_config(cfg, opts)
+    if run_cfg.system.launcher == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError(RAY_MISSING)
-    ranks = cfg.system.learners
-    per_iter = cfg.policy.collect.n_steps * cfg.env.num_envs * cfg.system.collectors
-    if min(cfg.policy.learn.batch_size, per_iter) % ranks:
+    ranks = run_cfg.system.learners
+    per_iter = run_cfg.policy.collect.n_steps * run_cfg.env.num_envs * run_cfg.system.collectors
+    if min(run_cfg.policy.learn.batch_size, per_iter) % ranks:
         raise ConfigError(
-            f"system.learners={ranks}: policy.learn.batch_size={cfg.policy.learn.batch_size} "
+            f"system.learners={ranks}: policy.learn.batch_size={run_cfg.policy.learn.batch_size} "
             "must split into equal parts, one per learner rank"
         )
-    check_parallel_league(cfg)
-    return cfg
+    check_parallel_league(run_cfg)
+    return run_cfg
 
 
 def parallel_pipeline(
-    cfg: str | Mapping | None = None,
+    cfg: str | Mapping[str, Any] | None = None,
     *args: Any,
     verbose: int = 1,
     status_interval: float = 5.0,
@@ -93,12 +93,12 @@ def parallel_pipeline(
     # A Python config file also runs in every worker, so the hooks and envs it registers
     # exist there too.
     register = str(Path(cfg).resolve()) if isinstance(cfg, str) and cfg.endswith(".py") else None
-    cfg = compile_parallel_config(cfg, *args, **options)
+    run_cfg = compile_parallel_config(cfg, *args, **options)
     # The modules that register the run's envs: imported here first (one line and nothing
     # started if one cannot be), then by every worker, whose command line names them.
     from ding_lite.envs.env_modules import import_env_modules  # torch, as the run has
 
-    import_env_modules(run_env_modules(cfg, RunOptions(**options)))
+    import_env_modules(run_env_modules(run_cfg, RunOptions(**options)))
     say = print if verbose else (lambda *a, **k: None)
     resuming = options.get("resume") is not None
     with sigterm_interrupts():  # from here on SIGTERM unwinds like Ctrl-C
@@ -106,13 +106,13 @@ def parallel_pipeline(
             # Chosen and locked in one step and held to the end (the supervisor's
             # coordinator inherits the lock: see _run).
             with (
-                RunDir.claim_parallel(cfg, resuming) as run_dir,
-                run_dir.prepared(cfg, shared_folders(cfg)) as outcome,
+                RunDir.claim_parallel(run_cfg, resuming) as run_dir,
+                run_dir.prepared(run_cfg, shared_folders(run_cfg)) as outcome,
             ):
-                result, interrupted = _run(cfg, run_dir, say, status_interval, register)
+                result, interrupted = _run(run_cfg, run_dir, say, status_interval, register)
                 outcome["failed"] = interrupted
         except KeyboardInterrupt:
-            run_path = Path(cfg.exp_dir) if cfg.exp_dir else None  # None: not claimed yet
+            run_path = Path(run_cfg.exp_dir) if run_cfg.exp_dir else None  # None: not claimed yet
             raise RunInterrupted(interrupted_by(), run_path and resumable(run_path)) from None
         signal_name = interrupted_by()
     say(summary(result), flush=True)
@@ -131,7 +131,7 @@ def _launcher_cls(cfg: Any) -> type[Launcher]:
 
 def _run(
     cfg: Any, run_dir: RunDir, say: Any, status_interval: float, register: str | None = None
-) -> tuple[dict, bool]:
+) -> tuple[dict[str, Any], bool]:
     """Supervises the run (:mod:`ding_lite.entry.launch.supervisor`); returns its result.json
     and whether it was interrupted."""
     log_dir = run_dir.path / "logs"
@@ -139,6 +139,7 @@ def _run(
     handler = setup_file_logging(log_dir / "coordinator.log")
     token = cfg.system.token or generate_token()
     quiet = say is not print
+    assert run_dir.lock is not None  # claim_parallel locked the dir
     try:
         supervisor = RunSupervisor(
             cfg, _launcher_cls(cfg), token, register, quiet=quiet, lock_fd=run_dir.lock.fd

@@ -89,6 +89,8 @@ class RunDirLock(contextlib.AbstractContextManager):
 
     def _unlock(self) -> None:
         fd, self._fd = self._fd, None
+        if fd is None:  # already released
+            return
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 

@@ -50,16 +50,16 @@ def evaluate_checkpoint(
     """
     if episodes < 1:
         raise ConfigError(f"--episodes must be at least 1, got {episodes}")
-    cfg = compile_config(cfg, overrides, seed=seed, device=device)
+    run_cfg = compile_config(cfg, overrides, seed=seed, device=device)
     path, state = read_checkpoint(ckpt)
-    set_seed(cfg.seed)
-    dev = resolve_device(cfg.device)
-    with torch_threads(cfg.system.torch_threads):
-        env = build_env(cfg, episodes, dev, cfg.seed, evaluation=True)
+    set_seed(run_cfg.seed)
+    dev = resolve_device(run_cfg.device)
+    with torch_threads(run_cfg.system.torch_threads):
+        env = build_env(run_cfg, episodes, dev, run_cfg.seed, evaluation=True)
         policy = policy_from_checkpoint(
-            cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device=dev
+            run_cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device=dev
         )
-        result = Evaluator(env, policy.eval_mode, seed=cfg.seed).eval()
+        result = Evaluator(env, policy.eval_mode, seed=run_cfg.seed).eval()
     half = 1.96 * result.return_std / math.sqrt(max(result.n_episodes, 1))
     report = {
         "checkpoint": str(path),
@@ -81,6 +81,7 @@ def _outcome_report(result: EvalResult) -> dict[str, Any]:
         return {}
     report: dict[str, Any] = {}
     for name, k in (("win", result.wins), ("loss", result.losses), ("draw", result.draws)):
+        assert k is not None  # an env that reports outcomes counts all three
         report[f"{name}_rate"] = k / n
         report[f"{name}_rate_ci95"] = list(wilson_interval(k, n))
     return report

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import Tensor
@@ -21,6 +21,9 @@ from ding_lite.envs.aircombat.agents import Action, Agent
 from ding_lite.policy import policy_from_checkpoint
 from ding_lite.utils.errors import ConfigError
 from ding_lite.worker.learner.base_learner import read_checkpoint
+
+if TYPE_CHECKING:
+    from ding_lite.envs.aircombat.env import AirCombatEnv
 
 
 class PPOAgent(Agent):
@@ -82,7 +85,9 @@ class PPOAgent(Agent):
         env_kwargs = {
             k: v for k, v in cfg.env.kwargs.items() if k not in ("opponent", "opponent_kwargs")
         }
-        probe = create_env("aircombat", 1, opponent="placeholder", **env_kwargs)
+        probe = cast(
+            "AirCombatEnv", create_env("aircombat", 1, opponent="placeholder", **env_kwargs)
+        )
         self.policy = policy_from_checkpoint(
             cfg,
             self.checkpoint,

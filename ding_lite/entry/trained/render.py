@@ -100,15 +100,16 @@ def render_match(
         CheckpointError: missing, corrupt or mismatching checkpoint.
         DingLiteError: matplotlib is not installed.
     """
-    cfg = compile_config(cfg, overrides, seed=seed, device="cpu")
-    if cfg.env.name != AirCombatEnv.name:
+    run_cfg = compile_config(cfg, overrides, seed=seed, device="cpu")
+    if run_cfg.env.name != AirCombatEnv.name:
         raise ConfigError(
             f"a .png draws aircraft tracks and supports only the aircombat env; "
-            f"{cfg.exp_name} trains env '{cfg.env.name}' (--out FILE.mp4 or FILE.gif: a video)"
+            f"{run_cfg.exp_name} trains env '{run_cfg.env.name}' "
+            "(--out FILE.mp4 or FILE.gif: a video)"
         )
     path, state = read_checkpoint(ckpt)
     figure_cls = _figure_class()  # fail before playing when matplotlib is missing
-    env_kwargs = dict(cfg.env.kwargs)
+    env_kwargs = dict(run_cfg.env.kwargs)
     if opponent is not None:
         env_kwargs["opponent"] = opponent
     try:
@@ -116,13 +117,13 @@ def render_match(
     except (TypeError, ValueError) as err:
         raise ConfigError(f"env.kwargs: {err}") from None
     policy = policy_from_checkpoint(
-        cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device="cpu"
+        run_cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device="cpu"
     )
     # Sampled actions (policy.eval.deterministic=false) come from the seeded global stream,
     # so a seed always draws the same match.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        frames, info = _play(env, policy.model, bool(cfg.policy.eval.deterministic))
+        frames, info = _play(env, policy.model, bool(run_cfg.policy.eval.deterministic))
     episode = info["episode"]
     match = {
         # P1's view (in self-play, agent 0's: blue)
@@ -167,6 +168,7 @@ def _play(
             obs, _, _, _, info = env.step(
                 action.unflatten(0, (-1, agents)) if agents > 1 else action
             )
+            assert env.last_frame is not None  # drawn by every step of a render env
             frames.append(env.last_frame)
             if bool(info["episode"]["mask"][0]):
                 break

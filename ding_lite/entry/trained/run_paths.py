@@ -49,6 +49,7 @@ def locate(run_path: str | None, config: str | None, ckpt: str | None) -> RunPat
             path = path / "ckpt"
         holder = Path(run_path) if run_path is not None else _run_dir_of(path)
         return RunPaths(config or _saved_config(holder, "--ckpt " + ckpt), path)
+    assert run_path is not None  # checked above: one of the two is given
     folder = Path(run_path)
     if not folder.is_dir():
         raise ConfigError(f"{run_path}: no such run dir")

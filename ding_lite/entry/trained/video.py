@@ -82,22 +82,30 @@ def render_video(
     video_suffix(out)  # a wrong suffix fails before anything runs
     if episodes < 1:
         raise ConfigError(f"--episodes must be at least 1, got {episodes}")
-    cfg = compile_config(cfg, overrides, seed=seed, device="cpu")
+    run_cfg = compile_config(cfg, overrides, seed=seed, device="cpu")
     if opponent is not None:
-        if cfg.env.name != "aircombat":
-            raise ConfigError(f"--opponent applies to the aircombat env, not '{cfg.env.name}'")
-        cfg.evaluator.env_kwargs = {**cfg.evaluator.env_kwargs, "opponent": opponent}
+        if run_cfg.env.name != "aircombat":
+            raise ConfigError(f"--opponent applies to the aircombat env, not '{run_cfg.env.name}'")
+        run_cfg.evaluator.env_kwargs = {**run_cfg.evaluator.env_kwargs, "opponent": opponent}
     set_seed(seed)
-    env = build_env(cfg, 1, "cpu", seed, evaluation=True, render=True)
+    env = build_env(run_cfg, 1, "cpu", seed, evaluation=True, render=True)
     try:
         if not can_render(env):
-            raise ConfigError(cannot_render_message(env, cfg.env.name))
+            raise ConfigError(cannot_render_message(env, run_cfg.env.name))
         path, state = read_checkpoint(ckpt)
         policy = policy_from_checkpoint(
-            cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device="cpu"
+            run_cfg,
+            path,
+            state,
+            obs_shape=env.obs_shape,
+            action_space=env.action_space,
+            device="cpu",
         )
         returns, lengths = [], []
-        with VideoWriter(out, frame_rate(env)) as video, torch_threads(cfg.system.torch_threads):
+        with (
+            VideoWriter(out, frame_rate(env)) as video,
+            torch_threads(run_cfg.system.torch_threads),
+        ):
             for i in range(episodes):
                 evaluator = Evaluator(env, policy.eval_mode, seed=seed + i, max_steps=MAX_STEPS)
                 before = video.frames
@@ -106,6 +114,7 @@ def render_video(
     finally:
         env.close()
     info = video.info
+    assert info is not None  # set when the writer closed
     return {
         "path": str(info.path),
         "frames": info.frames,

@@ -18,16 +18,19 @@ import copy
 import random
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ding_lite.data.files import LEAGUE_DIR, read_member, write_member
 from ding_lite.envs.seats import seat
 from ding_lite.league.book import MAIN, LeagueBook, renamed
 from ding_lite.league.table import LeagueError
 from ding_lite.utils.errors import CheckpointError, ConfigError
+
+if TYPE_CHECKING:
+    from ding_lite.model import ActorCritic
 
 __all__ = [
     "MAIN",
@@ -44,7 +47,7 @@ class PolicyOpponent:
     """Plays agent 1 with a model: actions sampled from its distribution, on observations
     normalized with the model's own statistics (``obs_rms``) when it has them."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: ActorCritic) -> None:
         if getattr(model, "recurrent", False):
             raise CheckpointError(
                 "a league plays feed-forward policies; this model has a recurrent core"
@@ -70,7 +73,7 @@ class Members:
         live: name -> a live model (``main``, exploiters).
     """
 
-    def __init__(self, folder: Path, template: nn.Module, live: dict[str, nn.Module]) -> None:
+    def __init__(self, folder: Path, template: ActorCritic, live: dict[str, ActorCritic]) -> None:
         self.folder = Path(folder)
         self.template = template
         self.live = live
@@ -111,13 +114,13 @@ class League(LeagueBook):
         seed: the matchmaker's seed.
     """
 
-    def __init__(self, cfg: Any, folder: Path, main_model: nn.Module, seed: int) -> None:
+    def __init__(self, cfg: Any, folder: Path, main_model: ActorCritic, seed: int) -> None:
         super().__init__(cfg, seed)
         self.folder = Path(folder)
         self.main_model = main_model
         self.members = Members(self.folder, main_model, {MAIN: main_model})
 
-    def add_player(self, name: str, role: str, model: nn.Module) -> None:  # type: ignore[override]
+    def add_player(self, name: str, role: str, model: ActorCritic) -> None:  # type: ignore[override]
         """A live player (an exploiter) with its model; its table entry starts as main's."""
         super().add_player(name, role)
         self.members.live[name] = model
@@ -132,7 +135,7 @@ class League(LeagueBook):
             raise LeagueError(f"{name!r} is not a member of the league")
         return self.members.get(name)
 
-    def admit(self, name: str, model: nn.Module, rating_of: str) -> None:
+    def admit(self, name: str, model: ActorCritic, rating_of: str) -> None:
         """Freezes ``model`` as the pool member ``name`` (its file written atomically), rated
         as ``rating_of`` is now."""
         if name in self.pool or name in self.players:
@@ -179,7 +182,7 @@ class SheetSeating:
         seed: the draws' seed.
     """
 
-    def __init__(self, folder: Path, model: nn.Module, seed: int) -> None:
+    def __init__(self, folder: Path, model: ActorCritic, seed: int) -> None:
         self.members = Members(folder, model, {MAIN: model})
         self.rng = random.Random(seed)
         self._sheet: dict[str, float] = {MAIN: 1.0}
@@ -205,7 +208,7 @@ class SheetSeating:
         return matches
 
 
-def seat_for_league(cfg: Any, env: Any, model: nn.Module, seed: int) -> tuple[Any, Any]:
+def seat_for_league(cfg: Any, env: Any, model: ActorCritic, seed: int) -> tuple[Any, Any]:
     """A parallel run's collector env: ``(env seated, its SheetSeating)`` with
     ``league.enabled`` (the pool read from ``<exp_dir>/league``), else ``(env, None)``.
 

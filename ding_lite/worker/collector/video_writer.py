@@ -180,6 +180,7 @@ class VideoWriter:
         except BaseException:
             self.abort()
             raise
+        assert self._size is not None  # set by the first frame
         height, width = self._size
         if self.suffix == ".mp4":
             height, width = height + height % 2, width + width % 2
@@ -296,7 +297,7 @@ def gif_preview(path: str | os.PathLike, fps: float) -> tuple[bytes, int, int]:
     import imageio.v3 as iio
     from PIL import Image
 
-    frames = list(iio.imiter(path))
+    frames = list(iio.imiter(Path(path)))
     if not frames:
         raise DingLiteError(f"{path}: no frame to preview")
     step = max(1, math.ceil(len(frames) / PREVIEW_FRAMES))

@@ -73,7 +73,7 @@ class BaseLearner:
         self._cfg = learner_config(cfg)
         distributed.require(self._cfg.use_distributed)  # DI-engine's dist_init
         self._device = learner_device(self._cfg, distributed.world()[0])  # learner.use_cuda
-        self._policy = None
+        self._policy: Any = None  # a Policy, or its learn_mode
         if policy is not None:
             self.policy = policy
         self._tb_logger = tb_logger
@@ -171,11 +171,11 @@ class BaseLearner:
         with self._timer("advantage"):
             data = data if prepare is None else prepare(data)
         with self._timer("update"):
-            info = learn.forward(data)
+            info: dict[str, Any] = learn.forward(data)  # DI-engine's may hold lists
         self._iters_done += 1
-        self._learn_info = dict(info)
         # DI-engine's {"replay_buffer_idx", "priority"}: lists, not scalars to log.
-        self._priority_info = self._learn_info.pop("priority_info", self._priority_info)
+        self._learn_info = {k: v for k, v in info.items() if k != "priority_info"}
+        self._priority_info = info.get("priority_info", self._priority_info)
         if info.get("diverged"):  # too many non-finite steps in a row: more cannot help
             self._logger.info(
                 f"iteration {self._iters_done}: the policy skipped too many optimizer steps in "

@@ -160,7 +160,7 @@ class BestEval:
 
     def improves(self, return_mean: float | None, train_iter: int) -> bool:
         """Books an evaluation; True when it beats the best so far (then write best.pt)."""
-        if not self.beats(return_mean):
+        if return_mean is None or not self.beats(return_mean):
             return False
         self.return_mean, self.train_iter = float(return_mean), int(train_iter)
         return True

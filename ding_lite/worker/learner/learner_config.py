@@ -116,7 +116,8 @@ def to_device(data: Any, device: torch.device) -> Any:
     if isinstance(data, torch.Tensor):
         return data.to(device)
     if isinstance(data, Mapping):
-        return type(data)({k: to_device(v, device) for k, v in data.items()})
+        # dict, EasyDict...: a Mapping subclass that takes a dict (Mapping's own type does not).
+        return type(data)({k: to_device(v, device) for k, v in data.items()})  # type: ignore[call-arg]
     if isinstance(data, (list, tuple)):
         moved = [to_device(v, device) for v in data]
         return type(data)(*moved) if hasattr(data, "_fields") else type(data)(moved)

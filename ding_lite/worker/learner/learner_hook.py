@@ -10,8 +10,8 @@ from __future__ import annotations
 import inspect
 import math
 from collections import defaultdict
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from easydict import EasyDict
 
@@ -73,7 +73,22 @@ class LearnerHook(Hook):
         raise NotImplementedError
 
 
-def register_learner_hook(name: str, cls: type[LearnerHook] | None = None, force: bool = False):
+HookClass = TypeVar("HookClass", bound=type[LearnerHook])
+
+
+@overload
+def register_learner_hook(name: str, cls: HookClass, force: bool = False) -> HookClass: ...
+
+
+@overload
+def register_learner_hook(
+    name: str, cls: None = None, force: bool = False
+) -> Callable[[HookClass], HookClass]: ...
+
+
+def register_learner_hook(
+    name: str, cls: type[LearnerHook] | None = None, force: bool = False
+) -> Any:
     """Registers a hook class so configs can name it (``type: name``). Usable as decorator.
 
     Raises:
@@ -297,7 +312,14 @@ class CallbackHook(LearnerHook):
 
     default_priority = 90  # after logging and checkpoints
 
-    def __init__(self, name: str, priority: float | None = None, *, position: str, callback):
+    def __init__(
+        self,
+        name: str,
+        priority: float | None = None,
+        *,
+        position: str,
+        callback: Callable[[Any], object],
+    ) -> None:
         super().__init__(name, priority, position=position)
         self._callback = callback
 

@@ -267,7 +267,7 @@ class FlaskFileSystemCollector:
         sender = DataPlaneSender(
             self.worker_id,
             self.slave.files.peer,
-            on_stored=lambda meta: self._async.report_file(meta),
+            on_stored=lambda meta: self._require_async().report_file(meta),
             own_dir=Path(cfg.exp_dir) / "outbox" / self.worker_id,
             path_data=path_data,
             timeout=cfg.system.http_timeout,
@@ -313,7 +313,7 @@ class FlaskFileSystemCollector:
             seed=eval_seed,
             video=EvalVideo.from_config(cfg, cfg.exp_dir),  # evaluator.video_freq
         )
-        self._async.set_on_policy(self._maybe_evaluate)
+        self._require_async().set_on_policy(self._maybe_evaluate)
         self._logger.info("evaluating policy versions from now on")
 
     def _maybe_evaluate(self, version: int) -> dict[str, Any] | None:
@@ -325,7 +325,7 @@ class FlaskFileSystemCollector:
             return self._evaluate(version)
         if not ev.eval_freq or version // ev.eval_freq <= self._evaluated_bucket:
             return None
-        recent = list(self._async.collector.recent_returns)[-20:]
+        recent = list(self._require_async().collector.recent_returns)[-20:]
         if ev.min_train_return is not None and (
             not recent or sum(recent) / len(recent) < ev.min_train_return
         ):

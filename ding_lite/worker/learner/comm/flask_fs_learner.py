@@ -88,8 +88,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._answers = AnswerBook()  # a learn task asked again gets the same answer
         self._started_with: dict[str, Any] | None = None  # the start task of this run
         self._resumed_from: int | None = None
-        #: Set once the coordinator closed this worker (its process may exit).
-        self.closed = threading.Event()
+        self.closed = threading.Event()  #: set once the coordinator closed this worker
         #: Rank 0's link to the other ranks of a data-parallel learner (None: one rank).
         self.leader = RankLeader() if distributed.world()[1] > 1 else None
         self.inbox = Inbox(self.slave.files if self.slave else None, self._logger)  #: http plane
@@ -278,6 +277,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             ``trained``, ``dropped_stale``, ``dropped_invalid``, ``dropped_rollback``.
         """
         learner = self._require_learner()
+        assert self._best is not None and self._thread is not None  # started with the learner
         best = check_best(data)
         batch_id = batch_id_of(data.get("batch"))
         named = task_paths(data.get("files", []), self.path_data)
@@ -333,7 +333,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         held = self.inbox.close()  # the http plane: what arrived after the coordinator looked
         self._stop_learner(timeout=self.cfg.system.task_timeout if self._learner else 5.0)
         learner = self._learner
-        if learner is not None:  # the final evaluation may be the best
+        if learner is not None and self._best is not None:  # the final eval may be the best
             self._best.take(best, learner.envstep)
             if self._home is not None:
                 self._home.send_new()
@@ -346,7 +346,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
             "received": held,
             "stop_reason": stop_reason,
             "error": error,
-            "best": self._best.report() if learner else None,
+            "best": self._best.report() if self._best else None,
         }
 
     # --- helpers -----------------------------------------------------------------------
@@ -371,7 +371,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         run's env-step or iteration limit is reached, or the learner asked to stop
         (``done_reason`` "diverged"); ``stop_reason``/``error`` say why it cannot go on.
         """
-        learner = self._learner
+        learner = self._require_learner()
         done = limit_reached(self.cfg, learner.envstep, learner.train_iter)
         if done is None and learner.stop_reason in STOP_REASONS:
             done = learner.stop_reason

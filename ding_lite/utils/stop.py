@@ -230,7 +230,9 @@ def signals_deferred() -> Iterator[None]:
 
 
 # What torch imports when a process builds its first optimizer (about 1 s of CPU).
-OPTIMIZER_IMPORTS = ("torch._dynamo",)
+# torch.profiler._cupti_monitor: what the first optimizer step's record_function imports
+# (torch 2.13 looks for its optional CUPTI monitor once, then caches the answer).
+OPTIMIZER_IMPORTS = ("torch._dynamo", "torch.profiler._cupti_monitor")
 
 
 def import_held(module: str, *optional: str) -> None:

@@ -45,6 +45,7 @@ FILES = {
         "acrobot.yaml": ("config.rst", "yaml-config-example", "yaml"),
     },
     "docs/gymnasium.rst": {"my_envs.py": ("gymnasium.rst", "custom-gym-env", "python")},
+    "docs/aircombat.rst": {"pursuit.py": ("aircombat.rst", "aircombat-reward-fn", "python")},
 }
 # A command starts a literal-block line, or follows ``&&`` (``pip install -e . && ding-lite
 # ...``), after optional environment assignments (``PYTHONPATH=. ding-lite ...``).

@@ -77,6 +77,23 @@ def test_critic_first_runs_the_critic_epochs_then_the_actor_epochs():
     assert info["value_loss"] > 0 and info["minibatches"] == per_phase
 
 
+def test_only_the_critics_parameters_move_in_its_step():
+    policy = _policy(critic={"optimizer": "separate", "order": "critic_first"})
+    critic = set(critic_parameter_names(policy.model))
+    opt = policy.update.optimizers.critic
+    original, moved = opt.step, []
+
+    def step(*args, **kwargs):
+        before = _snapshot(policy)
+        out = original(*args, **kwargs)
+        moved.append({n for n, changed in _moved(policy, before).items() if changed})
+        return out
+
+    opt.step = step
+    policy.learn_mode.forward(_batch())
+    assert moved and all(names and names <= critic for names in moved)
+
+
 def test_checkpoints_keep_both_optimizers_and_refuse_the_other_kind():
     separate = _policy(critic={"optimizer": "separate"})
     separate.learn_mode.forward(_batch())

@@ -20,7 +20,7 @@ from ding_lite.entry.launch.local import Launcher
 from ding_lite.entry.launch.supervisor import CoordinatorFailed, RunSupervisor
 from ding_lite.entry.pipelines.coordinator_process import run_coordinator
 from ding_lite.entry.run.lifecycle import RunDir, resumable, shared_folders, tidy_data
-from ding_lite.entry.run.options import RunOptions, compile_run_config, run_env_modules
+from ding_lite.entry.run.options import RunOptions, compile_run_config, import_run_modules
 from ding_lite.entry.run.result import summary
 from ding_lite.interaction import generate_token
 from ding_lite.league.book import check_parallel_league
@@ -96,9 +96,7 @@ def parallel_pipeline(
     run_cfg = compile_parallel_config(cfg, *args, **options)
     # The modules that register the run's envs: imported here first (one line and nothing
     # started if one cannot be), then by every worker, whose command line names them.
-    from ding_lite.envs.env_modules import import_env_modules  # torch, as the run has
-
-    import_env_modules(run_env_modules(run_cfg, RunOptions(**options)))
+    import_run_modules(run_cfg, RunOptions(**options))
     say = print if verbose else (lambda *a, **k: None)
     resuming = options.get("resume") is not None
     with sigterm_interrupts():  # from here on SIGTERM unwinds like Ctrl-C

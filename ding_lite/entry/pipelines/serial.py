@@ -13,11 +13,10 @@ from ding_lite.entry.live.status_file import StatusWriter
 from ding_lite.entry.pipelines.league_serial import SerialLeague
 from ding_lite.entry.reporting.progress import Progress
 from ding_lite.entry.run.lifecycle import RESULT_FILE, RunDir
-from ding_lite.entry.run.options import RunOptions, compile_run_config, run_env_modules
+from ding_lite.entry.run.options import RunOptions, compile_run_config, import_run_modules
 from ding_lite.entry.run.result import RunFigures, build_result, summary
 from ding_lite.entry.trained.predict import TrainedRun  # its package registers the "ppo" agent
 from ding_lite.envs.buffered import build_collector_env
-from ding_lite.envs.env_modules import import_env_modules
 from ding_lite.envs.from_config import build_env
 from ding_lite.policy import create_policy
 from ding_lite.policy.build import seed_updates
@@ -72,7 +71,7 @@ def serial_pipeline(
     opts = RunOptions.of_call("serial_pipeline", args, options, parallel=False)
     with sigterm_interrupts():  # SIGTERM unwinds the run like Ctrl-C, result.json and all
         run_cfg = compile_run_config(cfg, opts)
-        import_env_modules(run_env_modules(run_cfg, opts))
+        import_run_modules(run_cfg, opts)
         # Choosing and locking the dir is one step, so two runs started at once never share it.
         with (
             RunDir.claim(run_cfg, resuming=opts.resume is not None) as run_dir,

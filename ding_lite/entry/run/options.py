@@ -132,8 +132,24 @@ def compile_run_config(cfg: str | Mapping | None, options: RunOptions) -> EasyDi
     from ding_lite.policy.ppo import check_update_config
 
     check_update_config(resolved)
-    build_reward_fn(resolved.env.reward_fn, resolved.env.reward_fn_kwargs)  # a known name
+    if not named_env_modules(resolved.env):  # else a module may register it: see import_run_modules
+        build_reward_fn(resolved.env.reward_fn, resolved.env.reward_fn_kwargs)  # a known name
     return resolved
+
+
+def import_run_modules(cfg: EasyDict, options: RunOptions) -> None:
+    """Imports the modules that register a run's envs and reward functions
+    (:func:`run_env_modules`), then checks the reward function the run names.
+
+    Raises:
+        ConfigError: a module that cannot be imported (or is not given again on a resume),
+            or an unknown reward function or bad arguments for it.
+    """
+    from ding_lite.envs.env_modules import import_env_modules
+    from ding_lite.envs.reward_fns import build_reward_fn
+
+    import_env_modules(run_env_modules(cfg, options))
+    build_reward_fn(cfg.env.reward_fn, cfg.env.reward_fn_kwargs)
 
 
 def run_env_modules(cfg: EasyDict, options: RunOptions) -> list[str]:

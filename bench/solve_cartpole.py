@@ -121,8 +121,9 @@ def main() -> None:
 
     import torch
 
-    # Both trainers build an Adam optimizer; the first construction in a process imports
-    # torch._dynamo (about 2 s here). Pay it once, before any timing, for both alike.
+    # SB3 builds torch.optim.Adam, whose first construction in a process imports
+    # torch._dynamo (about 1.4 s here; ding_lite's own Adam does not). Paid once, before
+    # any timing, so that neither side's figures include it.
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads; target: mean of last "

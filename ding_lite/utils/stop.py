@@ -229,20 +229,14 @@ def signals_deferred() -> Iterator[None]:
         signal.raise_signal(arrived[0])
 
 
-# What torch imports when a process builds its first optimizer (about 1 s of CPU).
-# torch.profiler._cupti_monitor: what the first optimizer step's record_function imports
-# (torch 2.13 looks for its optional CUPTI monitor once, then caches the answer).
-OPTIMIZER_IMPORTS = ("torch._dynamo", "torch.profiler._cupti_monitor")
-
-
 def import_held(module: str, *optional: str) -> None:
     """Imports ``module`` (and each of ``optional`` that exists) with SIGINT and SIGTERM
     held back, then raises :class:`RunInterrupted` for the first that came.
 
     A signal that lands inside an extension's initialisation can be swallowed there
     (torch's start-up catches the error of its NumPy import; ``torch._dynamo``'s import,
-    which the first optimizer of a process brings, catches it too) and the run would go on
-    as if nothing happened. Held back, the signal ends the command right after the imports.
+    which ``torch.optim``'s optimizers bring, catches it too) and the run would go on as if
+    nothing happened. Held back, the signal ends the command right after the imports.
     """
     with signals_held() as seen:
         importlib.import_module(module)

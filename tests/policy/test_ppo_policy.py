@@ -7,6 +7,7 @@ import torch
 from ding_lite.config import compile_config
 from ding_lite.envs.spaces import Box, Discrete
 from ding_lite.policy import PPOPolicy
+from ding_lite.policy.ppo.adam import Adam
 
 
 def make_policy(overrides=(), space=Discrete(2), obs_dim=4, total_iters=None):
@@ -207,12 +208,12 @@ def test_optimizer_is_built_on_first_use_only():
     first = policy.optimizer
     policy.learn_mode.forward(batch(policy))
     assert policy.optimizer is first
-    assert isinstance(first, torch.optim.Adam) and first.defaults["foreach"] is True
+    assert isinstance(first, Adam) and first.defaults["foreach"] is True
 
 
-def test_collecting_process_never_imports_torch_dynamo():
-    # Building torch's first optimizer imports torch._dynamo (about 2 s of CPU); a
-    # collector process, which only acts, must not pay for it.
+def test_neither_acting_nor_training_imports_torch_dynamo():
+    # torch.optim's optimizers import torch._dynamo (about 1.4 s of CPU) when first built,
+    # stepped, saved or cleared; ding_lite's Adam does not, and no process pays for it.
     import subprocess
     import sys
 
@@ -226,10 +227,13 @@ def test_collecting_process_never_imports_torch_dynamo():
         "env = build_env(cfg, 4, 'cpu', 0)\n"
         "policy = create_policy(cfg.policy, obs_shape=env.obs_shape,"
         " action_space=env.action_space)\n"
-        "SerialCollector(env, policy.collect_mode, n_steps=8, gamma=0.9, seed=0).collect()\n"
+        "c = SerialCollector(env, policy.collect_mode, n_steps=64, gamma=0.9, seed=0)\n"
+        "print('torch._dynamo' in sys.modules)\n"
+        "policy.learn_mode.forward(c.collect())\n"
+        "policy.learn_mode.load_state_dict(policy.learn_mode.state_dict())\n"
         "print('torch._dynamo' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    assert out.stdout.strip() == "False"
+    assert out.stdout.split() == ["False", "False"], out.stdout

@@ -6,7 +6,7 @@ unwinds like Ctrl-C) is :func:`ding_lite.utils.stop.sigterm_interrupts`.
 
 from __future__ import annotations
 
-from ding_lite.utils.stop import OPTIMIZER_IMPORTS, import_held
+from ding_lite.utils.stop import import_held
 
 # The module each command imports first: torch, numpy and the rest come with it.
 _COMMAND_MODULES = {
@@ -20,9 +20,6 @@ _COMMAND_MODULES = {
     "eval": "ding_lite.entry.trained.evaluate",
     "render": "ding_lite.entry.trained.render",
 }
-# A command that trains imports its optimizer's modules later anyway: imported here, a
-# signal that lands in them is not swallowed.
-_TRAINS = ("serial", "learner")
 
 
 def import_for(command: str) -> None:
@@ -33,4 +30,4 @@ def import_for(command: str) -> None:
     """
     module = _COMMAND_MODULES.get(command)
     if module is not None:
-        import_held(module, *(OPTIMIZER_IMPORTS if command in _TRAINS else ()))
+        import_held(module)

@@ -17,23 +17,12 @@ from ding_lite.interaction import SLAVES, Slave, resolve_token
 from ding_lite.utils import distributed
 from ding_lite.utils.distributed import GroupLost
 from ding_lite.utils.log import get_logger, setup_console_logging
-from ding_lite.utils.stop import OPTIMIZER_IMPORTS, import_held, sigterm_interrupts
+from ding_lite.utils.stop import sigterm_interrupts
 from ding_lite.worker.collector.comm import FlaskFileSystemCollector
 from ding_lite.worker.learner.comm import FlaskFileSystemLearner
 from ding_lite.worker.learner.comm.ranks import GROUP_LOST_EXIT, RankFollower
 
 WORKER_SWITCH_INTERVAL_S = 0.0005  # a worker's GIL switch interval (Python's default: 5 ms)
-
-
-def _preload_optimizer_imports() -> None:
-    """Imports now what torch imports when a process builds its first optimizer.
-
-    That is ``torch._dynamo``, about 2 s of CPU. A learner cannot train before it is done,
-    so doing it before registering costs the run no time; left to the first update, it
-    would run while the collectors collect and answer their first tasks. Signals are held
-    back meanwhile (its import can swallow one).
-    """
-    import_held("torch", *OPTIMIZER_IMPORTS)
 
 
 def _follow(device: str | None) -> int:
@@ -108,7 +97,6 @@ def run_worker(
     # can wait that long, and a task round trip has several.
     sys.setswitchinterval(WORKER_SWITCH_INTERVAL_S)
     if role == "learner":
-        _preload_optimizer_imports()
         if distributed.env_world_size() > 1 and distributed.init_from_env(dist_timeout)[0] > 0:
             return _follow(device)
         restarts = os.environ.get(distributed.RESTART_COUNT, "0")

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ding_lite.policy.ppo.adam import Adam
 from ding_lite.utils.distributed import average_gradients
 
 CRITIC_PREFIXES = ("critic", "value_head")
@@ -48,23 +49,26 @@ class Optimizers:
         weight_decay: float,
         critic_lr: float | None = None,
     ) -> None:
-        opt_cls = torch.optim.AdamW if kind == "adamw" else torch.optim.Adam
-        options = dict(eps=eps, weight_decay=weight_decay, foreach=True)
-        # foreach: one multi-tensor op per step, the same numbers, ~5% faster on CPU.
+        # torch.optim.Adam's (AdamW's) multi-tensor update, without its start-up cost (adam.py).
+        def adam(params: Any, lr: float) -> Adam:
+            return Adam(
+                params, lr=lr, eps=eps, weight_decay=weight_decay, decoupled=kind == "adamw"
+            )
+
         if critic_lr is None:
-            self.actor = opt_cls(model.parameters(), lr=lr, **options)  # type: ignore[arg-type]
-            self.critic: torch.optim.Optimizer | None = None
+            self.actor = adam(model.parameters(), lr)
+            self.critic: Adam | None = None
             return
         critic_names = set(critic_parameter_names(model))
         actor = [p for n, p in model.named_parameters() if n not in critic_names]
         critic = [p for n, p in model.named_parameters() if n in critic_names]
         if not critic:
             raise ValueError("policy.learn.critic.optimizer=separate: the model has no critic")
-        self.actor = opt_cls(actor, lr=lr, **options)  # type: ignore[arg-type]
-        self.critic = opt_cls(critic, lr=critic_lr, **options)  # type: ignore[arg-type]
+        self.actor = adam(actor, lr)
+        self.critic = adam(critic, critic_lr)
         self.critic_lr_ratio = critic_lr / lr if lr else 1.0
 
-    def all(self) -> list[torch.optim.Optimizer]:
+    def all(self) -> list[Adam]:
         """The optimizers, the actor's (or the only one) first."""
         return [self.actor] if self.critic is None else [self.actor, self.critic]
 
@@ -76,7 +80,7 @@ class Optimizers:
             for group in self.critic.param_groups:
                 group["lr"] = lr * self.critic_lr_ratio
 
-    def step(self, which: list[torch.optim.Optimizer], max_norm: float | None) -> Tensor:
+    def step(self, which: list[Adam], max_norm: float | None) -> Tensor:
         """Averages the gradients over data-parallel ranks, clips each optimizer's to
         ``max_norm`` and steps them all, unless a norm is not finite; then clears the
         gradients. Returns the gradient norm (over every stepped parameter; NaN or inf when

@@ -18,6 +18,7 @@ from ding_lite.model import ActorCritic, build_model
 from ding_lite.model.normalizer import RunningNorm
 from ding_lite.policy.base import POLICY_REGISTRY, Policy
 from ding_lite.policy.build import model_arch
+from ding_lite.policy.ppo.adam import Adam
 from ding_lite.policy.ppo.advantages import AdvantageStep
 from ding_lite.policy.ppo.kickstart import Kickstart
 from ding_lite.policy.ppo.prepare import RolloutPrep, memory_of
@@ -107,7 +108,7 @@ class PPOPolicy(Policy):
         self.update.kickstart = Kickstart(teacher.to(self.device), self.settings.kickstart)
 
     @property
-    def optimizer(self) -> torch.optim.Optimizer:
+    def optimizer(self) -> Adam:
         """Adam (or AdamW) over the model's parameters, built on first use (acting never
         builds one)."""
         return self.update.optimizer

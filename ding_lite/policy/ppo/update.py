@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from ding_lite.model import ActorCritic
+from ding_lite.policy.ppo.adam import Adam
 from ding_lite.policy.ppo.batches import SegmentSampler, minibatches
 from ding_lite.policy.ppo.kickstart import Kickstart
 from ding_lite.policy.ppo.optimizers import Optimizers
@@ -96,8 +97,7 @@ class PPOUpdate:
         ``policy.learn.critic.optimizer=separate`` the actor's and the critic's; built on
         first use.
 
-        Collectors and evaluators never update, so they never build one: building the first
-        optimizer of a process makes torch import ``torch._dynamo``, about 2 s of CPU.
+        Collectors and evaluators never update, so they never build one.
         """
         if self._optimizers is None:
             s = self.settings
@@ -116,7 +116,7 @@ class PPOUpdate:
         return self._optimizers
 
     @property
-    def optimizer(self) -> torch.optim.Optimizer:
+    def optimizer(self) -> Adam:
         """The optimizer over the model's parameters (the actor's, with a separate
         critic's)."""
         return self.optimizers.actor
@@ -264,7 +264,7 @@ class PPOUpdate:
                     break
         return kept, grad_norms
 
-    def _optimizer_step(self, which: list[torch.optim.Optimizer]) -> Tensor:
+    def _optimizer_step(self, which: list[Adam]) -> Tensor:
         """Clips and applies the accumulated gradient with ``which`` optimizers; skips it
         (counted) if not finite."""
         grad_norm = self.optimizers.step(which, self.settings.grad_clip_norm)

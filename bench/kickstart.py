@@ -11,6 +11,10 @@ run, one run at a time; asserts nothing.
     python bench/kickstart.py --experiment cartpole_ppo --seeds 10 11 12 13 14
     python bench/kickstart.py --experiment pendulum_ppo --seeds 10 11 12 \\
         --kickstart decay_iters=20 value_coef=0.5
+    python bench/kickstart.py --experiment pendulum_ppo --teacher agent:energy
+
+``--teacher agent:NAME`` kickstarts from a scripted teacher of the env instead
+(``ding_lite.envs.teachers``); nothing is trained first then.
 """
 
 from __future__ import annotations
@@ -39,7 +43,10 @@ def main() -> None:
     parser.add_argument("--experiment", default="cartpole_ppo")
     parser.add_argument("--seeds", type=int, nargs="+", default=[10, 11, 12, 13, 14])
     parser.add_argument("--teacher-seed", type=int, default=100)
-    parser.add_argument("--teacher", help="a trained run dir to use instead of training one")
+    parser.add_argument(
+        "--teacher",
+        help="a trained run dir, or a scripted teacher (agent:NAME), instead of training one",
+    )
     parser.add_argument(
         "--kickstart",
         nargs="*",
@@ -50,9 +57,11 @@ def main() -> None:
     kickstart = [f"policy.learn.kickstart.{kv}" for kv in args.kickstart]
     with tempfile.TemporaryDirectory(prefix="dl_kickstart_") as tmp:
         root = Path(tmp)
-        teacher = Path(args.teacher) if args.teacher else root / "teacher"
+        teacher: Path | str = Path(args.teacher) if args.teacher else root / "teacher"
+        if args.teacher and args.teacher.startswith("agent:"):
+            teacher = args.teacher  # scripted: nothing to train or load
         if not args.teacher:
-            result = train(args.experiment, args.teacher_seed, teacher, [])
+            result = train(args.experiment, args.teacher_seed, Path(teacher), [])
             print(f"teacher: seed {args.teacher_seed}, {steps(result)} env steps, "
                   f"eval return {result['eval_return_mean']:.1f}")  # fmt: skip
         print(f"{args.experiment}, kickstart {' '.join(args.kickstart)}")

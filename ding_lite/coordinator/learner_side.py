@@ -64,6 +64,8 @@ class LearnerLink(CoordinatorPart):
         #: A coordinator that rejoined the run with no state: the learner's env steps are
         #: the run's so far (no earlier figure to keep).
         self.rejoining = False
+        self._born = time.monotonic()
+        self._all_ran = False  # every configured collector has run at once
 
     def connect(self, resume: bool) -> bool:
         """Starts a registered learner (trying each in turn) within the join timeout."""
@@ -190,10 +192,22 @@ class LearnerLink(CoordinatorPart):
 
     def demand(self) -> int:
         """Samples per iteration: one rollout per running collector (the full batch while
-        all configured collectors run), so losing a collector never stalls the run."""
+        all configured collectors run), so losing a collector never stalls the run.
+
+        With ``system.sync_collect`` every batch is to hold each collector's rollout of the
+        same policy version, so until every configured collector has run (at most the join
+        timeout after this coordinator started) the demand is the full batch: a collector
+        slower to start does not make the first versions from the others' alone.
+        """
+        configured = self.cfg.system.collectors
         live = len(self.collectors.running()) or 1
+        if live >= configured:
+            self._all_ran = True
+        elif self.cfg.system.sync_collect and not self._all_ran:
+            if time.monotonic() - self._born < self.join_timeout:
+                live = configured
         batch_size = self.state.batch_size
-        return min(batch_size, batch_size // self.cfg.system.collectors * live)
+        return min(batch_size, batch_size // configured * live)
 
     def _agents(self) -> int:
         """Policy rows per env step (samples per env step: the env's agents per copy)."""

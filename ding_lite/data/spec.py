@@ -69,6 +69,7 @@ def rollout_spec(
     n_steps: int = 1,
     episodes: bool = False,
     next_obs: bool = False,
+    teacher: bool = False,
 ) -> RolloutSpec:
     """The spec of a rollout as ``SerialCollector.collect()`` returns it.
 
@@ -88,6 +89,8 @@ def rollout_spec(
         episodes: the rollout also holds ``episode``, ``group``, ``stream`` and ``step``
             (int64, per sample), for an episode-level advantage estimator.
         next_obs: the rollout also holds ``next_obs`` (``policy.learn.recompute_values``).
+        teacher: the rollout also holds ``teacher_action``, a scripted teacher's actions
+            (``policy.learn.kickstart.teacher=agent:NAME``), shaped like ``action``.
     """
     fdt = float_dtype or torch.get_default_dtype()
     scalar, flag = FieldSpec((), fdt), FieldSpec((), torch.bool)
@@ -103,6 +106,8 @@ def rollout_spec(
     }
     if next_obs:
         fields["next_obs"] = fields["obs"]
+    if teacher:
+        fields["teacher_action"] = fields["action"]
     if episodes:
         fields.update(dict.fromkeys(EPISODE_INDEX_KEYS, FieldSpec((), torch.int64)))
     segment_fields = {}
@@ -121,6 +126,7 @@ def probe_rollout_spec(
     n_steps: int = 1,
     episodes: bool = False,
     next_obs: bool = False,
+    teacher: bool = False,
 ) -> RolloutSpec:
     """Derives the spec from one action of ``collect_mode`` on a (throwaway) probe env.
 
@@ -134,7 +140,8 @@ def probe_rollout_spec(
         horizon: steps per segment (``policy.learn.bptt_horizon``).
         n_steps: env steps per copy in one rollout.
         episodes: the rollout carries episode numbers and groups (see :func:`rollout_spec`).
-        next_obs: the rollout carries ``next_obs`` (see :func:`rollout_spec`).
+        next_obs, teacher: the rollout carries ``next_obs``, ``teacher_action`` (see
+            :func:`rollout_spec`).
     """
     device = torch.device(device)
     devices = [device.index or 0] if device.type == "cuda" else []
@@ -166,6 +173,7 @@ def probe_rollout_spec(
         n_steps=n_steps,
         episodes=episodes,
         next_obs=next_obs,
+        teacher=teacher,
     )
 
 

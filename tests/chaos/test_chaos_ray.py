@@ -112,9 +112,12 @@ def test_a_dead_collector_actor_is_replaced_and_the_run_solves(chaos, ray_baseli
     proc = chaos.launch(*EXP, "--seed", "1", *FAST)
     chaos.address()
     assert wait_for(lambda: chaos.newest_policy() >= 2, 60), chaos.report()
+    # The learner may train on collector0's rollouts before collector1's actor has started.
+    assert wait_for(lambda: collector_actor(ray_baseline, "collector1") is not None, 60), (
+        ray_processes()
+    )
     victim = collector_actor(ray_baseline, "collector1")
-    assert victim is not None, ray_processes()
-    assert send(victim, signal.SIGKILL)
+    assert victim is not None and send(victim, signal.SIGKILL)
     assert chaos.finish(proc, 120) == 0, chaos.report()
     result = chaos.result()
     assert result["solved"] and result["restarts"] == 1, result

@@ -53,7 +53,7 @@ def test_a_kickstarted_student_ends_closer_to_its_teacher(teacher, tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["policy.learn.kickstart.teacher=/nonexistent/run"], "no such run dir or checkpoint"),
+        (["policy.learn.kickstart.teacher=/nonexistent/run"], "no such run dir, checkpoint file"),
         (["policy.learn.kickstart.coef=-1"], r"kickstart.coef out of range: -1"),
         (["policy.learn.kickstart.decay_iters=-2"], r"kickstart.decay_iters out of range: -2"),
     ],

@@ -138,18 +138,22 @@ def compile_run_config(cfg: str | Mapping | None, options: RunOptions) -> EasyDi
 
 
 def import_run_modules(cfg: EasyDict, options: RunOptions) -> None:
-    """Imports the modules that register a run's envs and reward functions
-    (:func:`run_env_modules`), then checks the reward function the run names.
+    """Imports the modules that register a run's envs, reward functions and scripted
+    teachers (:func:`run_env_modules`), then checks the reward function and the scripted
+    kickstarting teacher the run names.
 
     Raises:
         ConfigError: a module that cannot be imported (or is not given again on a resume),
-            or an unknown reward function or bad arguments for it.
+            an unknown reward function or bad arguments for it, or a scripted teacher
+            (``agent:NAME``) the env does not have.
     """
     from ding_lite.envs.env_modules import import_env_modules
     from ding_lite.envs.reward_fns import build_reward_fn
+    from ding_lite.envs.teachers import check_teacher
 
     import_env_modules(run_env_modules(cfg, options))
     build_reward_fn(cfg.env.reward_fn, cfg.env.reward_fn_kwargs)
+    check_teacher(cfg.env.name, cfg.policy.learn.kickstart.teacher)
 
 
 def run_env_modules(cfg: EasyDict, options: RunOptions) -> list[str]:

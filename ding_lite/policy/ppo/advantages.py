@@ -29,6 +29,8 @@ from ding_lite.rl_utils.loss_agg import lengths_by_key, sequence_lengths
 STEP_KEYS = ("reward", "next_value", "terminated", "done")
 """What a rollout carries for the advantage step only (not trained on)."""
 
+TEACHER = ("teacher_action",)  # a scripted kickstarting teacher's actions, where shipped
+
 
 STALE_CALLS = 64
 """A stream silent for this many rollouts (its collector is gone) has its held-back
@@ -183,7 +185,7 @@ class AdvantageStep:
         now complete, with their advantages, in env-copy then time order."""
         rows = reward.shape[0]
         copies = rows // self.n_steps
-        fields = ("obs", "action", "logp", "value", "done", "episode", "logp_prox")
+        fields = ("obs", "action", "logp", "value", "done", "episode", "logp_prox", *TEACHER)
         fresh = {k: rollout[k] for k in fields if k in rollout}
         fresh["reward"] = reward
         stream = self._stream(rollout, copies)
@@ -228,7 +230,7 @@ class AdvantageStep:
         )
         if greedy:  # the greedy episodes were a baseline, not samples of the policy
             taken = {k: v[~taken["greedy"]] for k, v in taken.items()}
-        keep = ("obs", "action", "logp", "value", "logp_prox", "adv", "ret")
+        keep = ("obs", "action", "logp", "value", "logp_prox", "adv", "ret", *TEACHER)
         batch: dict[str, Tensor] = {k: taken[k] for k in keep if k in taken}
         if self.sequences:  # an episode of one env copy: its column and episode number
             batch["seq_len"] = lengths_by_key((taken["col"] << _KEY_SHIFT) | taken["episode"])

@@ -40,6 +40,8 @@ class Minibatch(NamedTuple):
         weight: Each step's weight in the loss's mean under a per-sequence
             ``loss_agg_mode`` (:func:`~ding_lite.rl_utils.loss_agg.agg_weights`; ``adv``
             is already scaled by it), [N]; None for ``token-mean``.
+        teacher_action: A scripted kickstarting teacher's actions, [N, *action_shape];
+            None without one.
     """
 
     obs: Tensor
@@ -52,6 +54,7 @@ class Minibatch(NamedTuple):
     episode_start: Tensor | None = None
     logp_prox: Tensor | None = None
     weight: Tensor | None = None
+    teacher_action: Tensor | None = None
 
 
 class SegmentSampler:
@@ -223,4 +226,5 @@ def minibatches(
             episode_start=data["episode_start"][mb_inds] if recurrent else None,
             logp_prox=data["logp_prox"][mb_inds] if "logp_prox" in data else None,
             weight=agg_w,
+            teacher_action=data["teacher_action"][mb_inds] if "teacher_action" in data else None,
         )

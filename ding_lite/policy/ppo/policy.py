@@ -102,10 +102,12 @@ class PPOPolicy(Policy):
         #: pipeline seeds it (``seed_updates``) so both pipelines draw the same orders.
         self.update_rng: RngStream | None = None
 
-    def set_teacher(self, teacher: ActorCritic) -> None:
-        """Kickstarts the update with a trained teacher (``policy.learn.kickstart``; see
+    def set_teacher(self, teacher: ActorCritic | None) -> None:
+        """Kickstarts the update with a trained teacher, or with None a scripted one whose
+        actions come with the rollouts (``policy.learn.kickstart``; see
         :mod:`~ding_lite.policy.ppo.kickstart`); its coefficients come from the config."""
-        self.update.kickstart = Kickstart(teacher.to(self.device), self.settings.kickstart)
+        model = None if teacher is None else teacher.to(self.device)
+        self.update.kickstart = Kickstart(model, self.settings.kickstart)
 
     @property
     def optimizer(self) -> Adam:

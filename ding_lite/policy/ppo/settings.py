@@ -242,9 +242,17 @@ def _check_kickstart(kickstart: Mapping[str, Any], critic: bool) -> None:
     teacher = kickstart["teacher"]
     if not teacher:
         return
+    if teacher.startswith("agent:"):  # a scripted teacher: actions, no values
+        if kickstart["value_coef"] > 0:
+            raise ConfigError(
+                f"policy.learn.kickstart.value_coef needs a trained teacher; {teacher} is "
+                "a scripted one, which gives actions only"
+            )
+        return
     if not Path(teacher).exists():
         raise ConfigError(
-            f"policy.learn.kickstart.teacher: no such run dir or checkpoint file: {teacher}"
+            f"policy.learn.kickstart.teacher: no such run dir, checkpoint file or scripted "
+            f"teacher (agent:NAME): {teacher}"
         )
     if kickstart["value_coef"] > 0 and not critic:
         raise ConfigError(

@@ -161,6 +161,7 @@ class MinibatchPass:
                 self.newvalue,
                 getattr(model, "obs_rms", None),  # the model's, not a config key
                 mb.weight,
+                mb.teacher_action,
             )
 
 

@@ -1,5 +1,6 @@
-"""What a SerialCollector carries between env steps (:class:`Carry`), and its state in a
-checkpoint: what a resumed run needs to continue exactly."""
+"""What a SerialCollector carries between env steps (:class:`Carry`), what it tells of its
+recent episodes (:class:`RecentEpisodes`), and its state in a checkpoint: what a resumed
+run needs to continue exactly."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 
 import torch
 from torch import Tensor
+
+from ding_lite.utils.stats import count_outcomes
 
 
 @dataclass
@@ -45,6 +48,33 @@ class Carry:
         return carry
 
 
+class RecentEpisodes:
+    """The figures of a collector's last finished episodes (its ``recent_returns`` and
+    ``recent_outcomes`` windows)."""
+
+    recent_returns: deque[float]
+    recent_outcomes: deque[float]
+
+    def mean_recent_return(self, last: int = 20) -> float | None:
+        """Mean return of the last ``last`` finished episodes (None before any finished)."""
+        if not self.recent_returns:
+            return None
+        tail = list(self.recent_returns)[-last:]
+        return sum(tail) / len(tail)
+
+    def outcome_rates(self) -> dict[str, float] | None:
+        """Win, loss and draw rates over ``recent_outcomes`` (the last ``stats_window``
+        finished episodes).
+
+        Returns:
+            ``{"win_rate", "loss_rate", "draw_rate"}``, or None when the env reports no
+            outcomes or no episode has finished yet.
+        """
+        if not self.recent_outcomes:
+            return None
+        return count_outcomes(list(self.recent_outcomes)).rates()
+
+
 def collector_state(c: Any) -> dict[str, Any]:
     """Env state, current observation, counters, statistics windows, random stream and
     (as the collector has them) episode numbers and recurrent state of a collector."""
@@ -59,6 +89,7 @@ def collector_state(c: Any) -> dict[str, Any]:
         "running_return": c.carry.running_return.clone(),
         **({"rng": c.rng.state_dict()} if c.rng is not None else {}),
         **({"episode": c.carry.episode.clone()} if c.carry.episode is not None else {}),
+        **({"teacher": c.teacher.teacher.state_dict()} if c.teacher is not None else {}),
         **(
             {
                 "core_state": c.carry.core_state.clone(),
@@ -103,6 +134,8 @@ def load_collector_state(c: Any, state: dict[str, Any]) -> None:
                 "step-level advantage estimator; resume with the same estimator"
             )
         c.carry.episode = state["episode"].to(c.env.device)
+    if c.teacher is not None and "teacher" in state:
+        c.teacher.teacher.load_state_dict(state["teacher"])
     if c.recurrent:
         if "core_state" not in state:
             raise ValueError("the collector state holds no recurrent state for this policy")

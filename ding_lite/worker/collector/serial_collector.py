@@ -15,11 +15,16 @@ from ding_lite.model.normalizer import first_statistics
 from ding_lite.policy.base import CollectMode
 from ding_lite.policy.ppo.advantages import as_rows
 from ding_lite.utils.rng import COLLECT_STREAM, RngStream, stream_seed
-from ding_lite.utils.stats import count_outcomes
-from ding_lite.worker.collector.collector_state import Carry, collector_state, load_collector_state
+from ding_lite.worker.collector.collector_state import (
+    Carry,
+    RecentEpisodes,
+    collector_state,
+    load_collector_state,
+)
+from ding_lite.worker.collector.teacher import TeacherTrack, teacher_for
 
 
-class SerialCollector:
+class SerialCollector(RecentEpisodes):
     """Steps ``env`` with the policy's collect mode; the learner computes the advantages.
 
     The env keeps running across calls: each ``collect()`` continues the episodes the last one
@@ -51,6 +56,8 @@ class SerialCollector:
             (``policy.learn.recompute_values``).
         greedy: the first policy row of each reset group acts with the most likely actions
             (the greedy baseline of ``remax``, whose advantage step drops those rows).
+        teacher: a scripted teacher's track (``policy.learn.kickstart.teacher=agent:NAME``);
+            its actions are shipped as ``teacher_action``.
 
     A recurrent policy (``policy.recurrent``) is stepped with its state, one per env copy,
     zeroed where an episode starts; each rollout also holds ``episode_start`` and the state
@@ -85,6 +92,7 @@ class SerialCollector:
         next_obs: bool = False,
         reward_fn: Callable[..., torch.Tensor] | None = None,
         greedy: bool = False,
+        teacher: TeacherTrack | None = None,
     ) -> None:
         if horizon < 1 or n_steps % horizon:
             raise ValueError(f"n_steps={n_steps} is not a whole number of {horizon}-step segments")
@@ -96,6 +104,7 @@ class SerialCollector:
         self.rng = rng
         self.next_obs = next_obs
         self.reward_fn = reward_fn  # trained on in place of the env's reward (None: the env's)
+        self.teacher = teacher
         self.agents = int(getattr(env, "num_agents", 1))
         rows = env.num_envs * self.agents  # policy rows per env step
         # Each row's reset group, for an episode-level estimator.
@@ -154,6 +163,7 @@ class SerialCollector:
             next_obs=bool(cfg.policy.learn.recompute_values),
             reward_fn=build_reward_fn(cfg.env.reward_fn, cfg.env.reward_fn_kwargs),
             greedy=policy.adv_estimator.greedy_baseline,
+            teacher=teacher_for(cfg, env),
         )
 
     def _alloc(self) -> None:
@@ -221,6 +231,8 @@ class SerialCollector:
             else:
                 obs = raw
             self._b_obs[t] = obs
+            if self.teacher is not None:
+                self.teacher.record(t, raw)
             if self.recurrent:
                 assert self.carry.core_state is not None and self.carry.episode_start is not None
                 self._b_state[t] = self.carry.core_state
@@ -241,6 +253,8 @@ class SerialCollector:
             terminated, truncated = self._repeat(terminated), self._repeat(truncated)
             self._b_terminated[t] = terminated
             torch.logical_or(terminated, truncated, out=self._b_dones[t])
+            if self.teacher is not None:
+                self.teacher.ended(self._b_dones[t])
             if self.carry.episode is not None:
                 self._b_episode[t] = self.carry.episode
                 self.carry.episode += self._b_dones[t]
@@ -301,6 +315,9 @@ class SerialCollector:
         }
         if self.next_obs:
             data["next_obs"] = rows(final_obs.view(self._b_obs.shape))
+        if self.teacher is not None:
+            assert self.teacher.actions is not None  # recorded at the first step
+            data["teacher_action"] = rows(self.teacher.actions).to(data["action"].dtype)
         if self.carry.episode is not None:
             data["episode"] = rows(self._b_episode)
             data["group"] = rows(self._group.expand(T, B))
@@ -360,25 +377,6 @@ class SerialCollector:
     def _per_copy_action(self, action: torch.Tensor) -> torch.Tensor:
         """The policy's actions ``[N * A, ...]`` as the env takes them, ``[N, A, ...]``."""
         return action if self.agents == 1 else action.unflatten(0, (-1, self.agents))
-
-    def mean_recent_return(self, last: int = 20) -> float | None:
-        """Mean return of the last ``last`` finished episodes (None before any finished)."""
-        if not self.recent_returns:
-            return None
-        tail = list(self.recent_returns)[-last:]
-        return sum(tail) / len(tail)
-
-    def outcome_rates(self) -> dict[str, float] | None:
-        """Win, loss and draw rates over ``recent_outcomes`` (the last ``stats_window``
-        finished episodes).
-
-        Returns:
-            ``{"win_rate", "loss_rate", "draw_rate"}``, or None when the env reports no
-            outcomes or no episode has finished yet.
-        """
-        if not self.recent_outcomes:
-            return None
-        return count_outcomes(list(self.recent_outcomes)).rates()
 
     def state_dict(self) -> dict[str, Any]:
         """Env state, current observation, counters and random stream, so a resumed run

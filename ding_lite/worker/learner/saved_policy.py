@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.envs.spaces import ActionSpace, space_from_dict
+from ding_lite.envs.teachers import PREFIX
 from ding_lite.model import ActorCritic, build_model
 from ding_lite.utils.errors import CheckpointError, ConfigError
 from ding_lite.utils.log import get_logger
@@ -113,8 +114,12 @@ def load_teacher(source: str, obs_shape: tuple[int, ...], action_space: ActionSp
 
 
 def attach_teacher(policy: Any, cfg: Any, obs_shape: tuple[int, ...], space: ActionSpace) -> None:
-    """Loads the run's kickstarting teacher into a learner's policy, if it names one."""
+    """Loads the run's kickstarting teacher into a learner's policy, if it names one (a
+    scripted one, ``agent:NAME``, acts in the collectors: the policy is told to expect its
+    actions)."""
     source = cfg.policy.learn.kickstart.teacher
     if source:
-        policy.set_teacher(load_teacher(source, obs_shape, space))
-        get_logger("learner").info(f"kickstarting from the teacher {source}")
+        scripted = source.startswith(PREFIX)
+        policy.set_teacher(None if scripted else load_teacher(source, obs_shape, space))
+        kind = "scripted teacher" if scripted else "teacher"
+        get_logger("learner").info(f"kickstarting from the {kind} {source}")

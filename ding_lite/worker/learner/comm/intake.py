@@ -17,6 +17,7 @@ import torch
 
 from ding_lite.data.files import read_rollout, reject_file
 from ding_lite.data.spec import RolloutSpec, probe_rollout_spec, validate_rollout
+from ding_lite.envs.teachers import scripted_name
 from ding_lite.utils.errors import is_disk_full
 from ding_lite.utils.paths import UnsafePathError, parse_rollout_path, resolve_inside
 from ding_lite.utils.stop import DISK_FULL, LEARNER_FAILED
@@ -221,4 +222,5 @@ def run_rollout_spec(cfg: Any, probe: Any, policy: Any) -> RolloutSpec:
         n_steps=cfg.policy.collect.n_steps,
         episodes=policy.adv_estimator.episodic,
         next_obs=cfg.policy.learn.recompute_values,
+        teacher=scripted_name(cfg.policy.learn.kickstart.teacher) is not None,
     )

@@ -159,6 +159,8 @@ class _CrankTeacher:
 
 
 register_teacher("cartpole", "balance", lambda env: _Stateless(_balance))
+
+
 def _energy_teacher(env: Any) -> ScriptedTeacher:
     if tuple(env.obs_shape) != (3,):
         raise ConfigError(

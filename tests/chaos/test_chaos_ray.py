@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import signal
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -68,18 +69,22 @@ def ray_baseline(chaos, monkeypatch):
     return before
 
 
-def collector_actor(before: set[int], worker: str) -> int | None:
-    """The pid of the actor process running ``worker`` (its log is held open by it)."""
+def collector_actor(before: set[int], log: Path) -> int | None:
+    """The pid of the actor process whose output goes to ``log`` (the worker's log in this
+    test's run dir: another test's Ray instance beside it has workers of the same names)."""
     for pid, cmd in ray_processes().items():
         if pid in before or "ray::" not in cmd:
             continue
         try:
             fds = list(Path(f"/proc/{pid}/fd").iterdir())
-            targets = {str(fd.readlink()) for fd in fds}
-        except OSError:
+        except OSError:  # the process is gone
             continue
-        if any(t.endswith(f"/logs/{worker}.log") for t in targets):
-            return pid
+        for fd in fds:  # a busy worker opens and closes files and sockets all the time
+            try:
+                if fd.readlink() == log:
+                    return pid
+            except OSError:  # closed while listed
+                continue
     return None
 
 
@@ -113,11 +118,13 @@ def test_a_dead_collector_actor_is_replaced_and_the_run_solves(chaos, ray_baseli
     chaos.address()
     assert wait_for(lambda: chaos.newest_policy() >= 2, 60), chaos.report()
     # The learner may train on collector0's rollouts before collector1's actor has started.
-    assert wait_for(lambda: collector_actor(ray_baseline, "collector1") is not None, 60), (
-        ray_processes()
-    )
-    victim = collector_actor(ray_baseline, "collector1")
-    assert victim is not None and send(victim, signal.SIGKILL)
+    victim = None
+    deadline = time.monotonic() + 60
+    while victim is None and time.monotonic() < deadline:
+        victim = collector_actor(ray_baseline, chaos.dir / "logs" / "collector1.log")
+        time.sleep(0.1)
+    assert victim is not None, ray_processes()
+    assert send(victim, signal.SIGKILL)
     assert chaos.finish(proc, 120) == 0, chaos.report()
     result = chaos.result()
     assert result["solved"] and result["restarts"] == 1, result

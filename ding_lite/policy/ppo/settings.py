@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ding_lite.envs.teachers import scripted_name
 from ding_lite.rl_utils import ClipRanges, get_adv_estimator, needs_proximal
 from ding_lite.rl_utils.kl_control import KL_IN_REWARD_TYPES, KLController
 from ding_lite.rl_utils.kl_estimators import FULL, get_kl_estimator
@@ -242,7 +243,7 @@ def _check_kickstart(kickstart: Mapping[str, Any], critic: bool) -> None:
     teacher = kickstart["teacher"]
     if not teacher:
         return
-    if teacher.startswith("agent:"):  # a scripted teacher: actions, no values
+    if scripted_name(teacher) is not None:  # a scripted teacher: actions, no values
         if kickstart["value_coef"] > 0:
             raise ConfigError(
                 f"policy.learn.kickstart.value_coef needs a trained teacher; {teacher} is "

@@ -32,9 +32,9 @@ class TeacherTrack:
         self.actions[t] = action
 
     def ended(self, done: Tensor) -> None:
-        """Where episodes ended (bool ``[N]``) the teacher starts afresh."""
-        if bool(done.any()):
-            self.teacher.reset(done)
+        """Where episodes ended (bool ``[N]``) the teacher starts afresh (masked, so no
+        host sync on a GPU)."""
+        self.teacher.reset(done)
 
 
 def teacher_for(cfg: Any, env: Any) -> TeacherTrack | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ding_lite.envs.spaces import ActionSpace, space_from_dict
-from ding_lite.envs.teachers import PREFIX
+from ding_lite.envs.teachers import scripted_name
 from ding_lite.model import ActorCritic, build_model
 from ding_lite.utils.errors import CheckpointError, ConfigError
 from ding_lite.utils.log import get_logger
@@ -119,7 +119,7 @@ def attach_teacher(policy: Any, cfg: Any, obs_shape: tuple[int, ...], space: Act
     actions)."""
     source = cfg.policy.learn.kickstart.teacher
     if source:
-        scripted = source.startswith(PREFIX)
+        scripted = scripted_name(source) is not None
         policy.set_teacher(None if scripted else load_teacher(source, obs_shape, space))
         kind = "scripted teacher" if scripted else "teacher"
         get_logger("learner").info(f"kickstarting from the {kind} {source}")

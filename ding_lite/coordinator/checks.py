@@ -18,6 +18,7 @@ from ding_lite.utils.stop import STOP_REASONS
 
 MAX_LIST = 100_000  # longest list a result may carry (episode returns, latencies, files)
 MAX_SAMPLES = 1 << 31
+MAX_AGENTS = 4096  # agents per env copy an evaluation may report
 _CKPT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}\.pt")  # a file name, never a path
 
 
@@ -219,15 +220,18 @@ def _check_eval(
     if not isinstance(report, dict):
         raise ResultError("an evaluation must be an object")
     version = _int(report, "policy_version", 0, policy_version)
-    if report.get("n_episodes") != n_episodes:
-        raise ResultError(f"an evaluation must cover {n_episodes} episodes")
+    # An env with several agents per copy counts each agent's episode (evaluator.Evaluator).
+    agents = _int(report, "agents", 1, MAX_AGENTS) if "agents" in report else 1
+    if report.get("n_episodes") != n_episodes * agents:
+        per_agent = f" ({agents} agents in each of {n_episodes} copies)" if agents > 1 else ""
+        raise ResultError(f"an evaluation must cover {n_episodes * agents} episodes{per_agent}")
     mean = _float(report.get("return_mean"), "return_mean")
     win, seconds = report.get("win_rate"), report.get("seconds")
     return {
         "seconds": None if seconds is None else _float(seconds, "seconds", 0.0),
         "policy_version": version,
         "return_mean": mean,
-        "n_episodes": n_episodes,
+        "n_episodes": n_episodes * agents,
         "win_rate": None if win is None else _float(win, "win_rate", 0.0, 1.0),
         "solved": stop_value is not None and mean >= stop_value,
     }

@@ -284,6 +284,7 @@ class CollectorPool(CoordinatorPart):
         status.eval_return, status.eval_win_rate = report["return_mean"], win
         status.eval_policy_version = report["policy_version"]
         status.eval_seconds = report.get("seconds")
+        status.eval_episodes = report["n_episodes"]
         status.solved = report["solved"]
 
     # --- policy sync ---------------------------------------------------------------------

@@ -32,6 +32,7 @@ class RunStatus:
     eval_return: float | None = None
     eval_policy_version: int | None = None  # the policy version the latest evaluation ran
     eval_seconds: float | None = None  # how long the latest evaluation took (perf/eval_s)
+    eval_episodes: int = 0  # episodes the latest evaluation covered (copies x agents)
     eval_win_rate: float | None = None  # envs that report episode outcomes only
     solved: bool = False
     best_eval: Best | None = None  # {"policy_version", "return_mean"} of the best evaluation

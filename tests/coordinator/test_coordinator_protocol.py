@@ -187,6 +187,25 @@ def test_a_forged_evaluation_cannot_solve_the_run(tmp_path):
     assert not coordinator.status.solved and coordinator.status.eval_return == 10.0
 
 
+def test_an_evaluation_counts_every_agents_episode_of_every_copy(tmp_path):
+    cfg = tiny_cfg(tmp_path)  # evaluator.n_episodes=2: two env copies
+    coordinator = Coordinator(cfg, ScriptedTransport.of_workers(tmp_path, {}))
+    coordinator.status.policy_version = 3
+    coordinator.state.evaluator = "collector0"
+
+    def report(ret, n_episodes, **more):
+        evals = [dict(policy_version=3, return_mean=ret, n_episodes=n_episodes, **more)]
+        coordinator.collectors.take_output("collector0", {"files": [], "evals": evals})
+
+    report(1.0, 2, agents=4)  # one agent's episode per copy: some agents' never ended
+    report(2.0, 4)  # "agents" left out: one per copy
+    report(3.0, 8, agents=True)
+    report(4.0, 8, agents=0)
+    assert coordinator.status.eval_return is None
+    report(5.0, 8, agents=4)  # 2 copies x 4 agents
+    assert coordinator.status.eval_return == 5.0
+
+
 def test_reported_paths_outside_path_data_are_refused(tmp_path):
     cfg = tiny_cfg(tmp_path)
     coordinator = Coordinator(cfg, ScriptedTransport.of_workers(tmp_path, {}))

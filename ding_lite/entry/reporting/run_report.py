@@ -158,8 +158,8 @@ def run_result(
         solved=status.solved,
         stop_reason=status.stop_reason,
         eval_return_mean=status.eval_return,
-        # The coordinator accepts only evaluations of exactly this many episodes.
-        eval_episodes=cfg.evaluator.n_episodes if evaluated else 0,
+        # evaluator.n_episodes copies, times the agents of each (the coordinator checks).
+        eval_episodes=status.eval_episodes if evaluated else 0,
         train_return_mean=statistics.fmean(returns) if returns else None,
         envstep=status.envstep,
         train_iter=status.train_iter,

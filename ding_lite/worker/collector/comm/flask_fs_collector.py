@@ -343,7 +343,8 @@ class FlaskFileSystemCollector:
             "policy_version": version,
             "return_mean": result.return_mean,
             "return_std": result.return_std,
-            "n_episodes": result.n_episodes,
+            "n_episodes": result.n_episodes,  # each agent's episode: copies x agents
+            "agents": int(getattr(self._evaluator.env, "num_agents", 1)),
             "solved": result.solved,
             "win_rate": result.win_rate,
         }

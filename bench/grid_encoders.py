@@ -1,21 +1,26 @@
-"""The grid world's encoders at one env-step budget: a random policy, the MLP encoder and
-the CNN encoder (both under grid_ppo's LSTM), in the serial and the parallel pipeline.
+"""The grid world's encoders and memory at one env-step budget: a random policy, the MLP
+encoder and the CNN encoder (both under grid_ppo's LSTM), and the CNN without memory, in the
+serial and the parallel pipeline.
 
 For each seed and pipeline, trains ``grid_ppo`` (serial) or ``grid_ppo_parallel`` (1
-learner, 2 collectors) in a fresh process to the experiment's ``max_env_step``, once as it
-is (``policy.model.encoder=cnn``) and once with ``policy.model.encoder=mlp`` (the same
-widths, core, segments and budget), then evaluates the run's newest checkpoint with
+learner, 2 collectors) in a fresh process to the experiment's ``max_env_step``, once per
+policy of ``--policies``: ``cnn`` (the experiment as it is), ``mlp``
+(``policy.model.encoder=mlp``: the same widths, core, segments and budget) and ``nomem``
+(``policy.model.core=none``: the CNN alone, no LSTM), then evaluates the run's newest
+checkpoint with
 ``ding-lite eval`` (deterministic actions, ``--episodes`` eval copies of 4 agents each,
 eval seed ``1000 + seed``). The random policy plays the same eval env (same copies, same
 seed) with uniform actions. The figure is the mean episode return per agent. Per run it
 prints the figure and the wall seconds; then, per pipeline, min / median / max over the
-seeds, and the median ratios CNN / random and CNN / MLP. Nothing is asserted.
+seeds, and the median ratios CNN / random, CNN / MLP and CNN / no memory. Nothing is
+asserted. ``--jobs 2`` runs two trainings at once (one per core with one torch thread each:
+the figures are the same, the wall seconds are not a speed measurement then).
 
 Every finished run is appended as one JSON line to ``--results`` (default
 ``bench/grid_encoders_results.jsonl``), so the runs can be done in parts; runs already there
 are skipped unless ``--again``.
 
-    OMP_NUM_THREADS=1 python bench/grid_encoders.py --seeds 2-4
+    OMP_NUM_THREADS=1 python bench/grid_encoders.py --seeds 2-4 --jobs 2
 """
 
 from __future__ import annotations
@@ -28,12 +33,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from pendulum_seeds import parse_seeds
 
 EXPERIMENTS = {"serial": "grid_ppo", "parallel": "grid_ppo_parallel"}
-ENCODERS = ("cnn", "mlp")
+#: Each policy's overrides on top of the experiment.
+POLICIES = {
+    "cnn": ["policy.model.encoder=cnn"],
+    "mlp": ["policy.model.encoder=mlp"],
+    "nomem": ["policy.model.encoder=cnn", "policy.model.core=none"],
+}
 EVAL_SEED = 1000  # eval seeds 1000 + seed: never a training seed
 _RETURN = re.compile(r"return (-?[0-9.]+) \+- ")
 
@@ -64,8 +76,7 @@ def train_and_eval(
     key = {"pipeline": pipeline, "encoder": encoder, "seed": seed}
     run_dir = root / f"{pipeline}_{encoder}_seed{seed}"
     cmd = [sys.executable, "-m", "ding_lite", pipeline, "-c", EXPERIMENTS[pipeline]]
-    cmd += ["--seed", str(seed), "--exp-dir", str(run_dir), "-q", *extra]
-    cmd.append(f"policy.model.encoder={encoder}")
+    cmd += ["--seed", str(seed), "--exp-dir", str(run_dir), "-q", *extra, *POLICIES[encoder]]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0 or not (run_dir / "result.json").is_file():
         return {**key, "error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
@@ -108,7 +119,7 @@ def summarize(results: list[dict], pipelines: list[str], seeds: list[int]) -> No
     print(f"\nmean episode return per agent, seeds {','.join(map(str, seeds))}: min / median / max")
     for pipeline in pipelines:
         medians = {}
-        for encoder in ("random", *ENCODERS):
+        for encoder in ("random", *POLICIES):
             values = figures(pipeline, encoder)
             if not values:
                 continue
@@ -117,18 +128,21 @@ def summarize(results: list[dict], pipelines: list[str], seeds: list[int]) -> No
                 f"  {pipeline:<9} {encoder:<7} {min(values):.3f} / {medians[encoder]:.3f} / "
                 f"{max(values):.3f}  ({len(values)} seeds)"
             )
-        if {"random", "cnn", "mlp"} <= set(medians):
-            print(
-                f"  {pipeline:<9} median cnn / random {medians['cnn'] / medians['random']:.2f}x, "
-                f"cnn / mlp {medians['cnn'] / medians['mlp']:.2f}x"
-            )
+        if "cnn" in medians:
+            ratios = [
+                f"cnn / {other} {medians['cnn'] / medians[other]:.2f}x"
+                for other in ("random", "mlp", "nomem")
+                if medians.get(other, 0) > 0
+            ]
+            print(f"  {pipeline:<9} median {', '.join(ratios)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="2-4", help="e.g. 2-4 or 0,3,5")
     parser.add_argument("--pipelines", default="serial,parallel", help="serial, parallel")
-    parser.add_argument("--encoders", default="cnn,mlp", help="cnn, mlp")
+    parser.add_argument("--policies", default="cnn,mlp,nomem", help=", ".join(POLICIES))
+    parser.add_argument("--jobs", type=int, default=1, help="trainings run at once")
     parser.add_argument("--episodes", type=int, default=128, help="eval copies (x 4 agents)")
     parser.add_argument(
         "--results", default=str(Path(__file__).with_name("grid_encoders_results.jsonl"))
@@ -142,19 +156,25 @@ def main() -> None:
     print(f"torch {torch.__version__}, {threads} thread(s) per process")
     seeds = parse_seeds(args.seeds)
     pipelines = [p.strip() for p in args.pipelines.split(",")]
-    encoders = [e.strip() for e in args.encoders.split(",")]
+    encoders = [e.strip() for e in args.policies.split(",")]
+    unknown = sorted(set(encoders) - set(POLICIES))
+    if unknown:
+        parser.error(f"unknown policies {', '.join(unknown)} (known: {', '.join(POLICIES)})")
     path = Path(args.results)
     recorded = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
     def ident(r: dict) -> tuple:
         return (r["pipeline"], r["encoder"], r["seed"])
 
+    lock = threading.Lock()
+
     def record(r: dict) -> None:
-        show(r)
-        if "error" not in r:
-            recorded[:] = [old for old in recorded if ident(old) != ident(r)]
-            recorded.append(r)
-            path.write_text("".join(json.dumps(x) + "\n" for x in recorded))
+        with lock:
+            show(r)
+            if "error" not in r:
+                recorded[:] = [old for old in recorded if ident(old) != ident(r)]
+                recorded.append(r)
+                path.write_text("".join(json.dumps(x) + "\n" for x in recorded))
 
     done = {ident(r) for r in recorded}
     print(
@@ -164,17 +184,23 @@ def main() -> None:
         if ("any", "random", seed) not in done or args.again:
             ret = random_return(seed, args.episodes)
             record({"pipeline": "any", "encoder": "random", "seed": seed, "return": ret})
-    with tempfile.TemporaryDirectory(prefix="ding_lite_grid_") as tmp:
-        for seed in seeds:
-            for pipeline in pipelines:
-                for encoder in encoders:
-                    if (pipeline, encoder, seed) in done and not args.again:
-                        continue
-                    record(
-                        train_and_eval(
-                            pipeline, encoder, seed, Path(tmp), args.episodes, args.overrides
-                        )
-                    )
+    todo = [
+        (pipeline, encoder, seed)
+        for seed in seeds
+        for pipeline in pipelines
+        for encoder in encoders
+        if (pipeline, encoder, seed) not in done or args.again
+    ]
+    with (
+        tempfile.TemporaryDirectory(prefix="ding_lite_grid_") as tmp,
+        ThreadPoolExecutor(max(1, args.jobs)) as pool,
+    ):
+        runs = [
+            pool.submit(train_and_eval, *run, Path(tmp), args.episodes, args.overrides)
+            for run in todo
+        ]
+        for run in as_completed(runs):  # recorded as each ends: a stopped bench keeps them
+            record(run.result())
     summarize(recorded, pipelines, seeds)
 
 

@@ -26,6 +26,7 @@ def test_a_parallel_grid_run_is_evaluated_over_every_agents_episode(tmp_path):
         "1",
         "env.num_envs=4",
         "policy.collect.n_steps=16",
+        "policy.learn.bptt_horizon=16",
         "policy.learn.batch_size=128",
         "evaluator.n_episodes=3",
         "evaluator.eval_freq=1",

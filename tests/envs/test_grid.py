@@ -182,6 +182,7 @@ def test_grid_ppo_trains_a_few_iterations_in_the_serial_pipeline(tmp_path):
         "env.num_envs=4",
         "policy.learn.batch_size=128",
         "policy.collect.n_steps=16",
+        "policy.learn.bptt_horizon=16",
         "evaluator.n_episodes=8",
     ]
     cfg = compile_config("grid_ppo", overrides, exp_dir=str(tmp_path), max_train_iter=3)

@@ -76,9 +76,9 @@ def test_resuming_continues_exactly_with_the_held_back_steps(tmp_path):
 def test_grpo_runs_in_the_parallel_pipeline(tmp_path):
     """Two collectors, each its own stream of copies and groups: the learner holds their
     unfinished groups back apart and trains on the complete ones; nothing is left."""
-    from test_parallel import FAST, assert_all_gone, coordinator_address, launch, launcher_output
+    from test_parallel import FAST, finished_run
 
-    proc = launch(
+    result, run = finished_run(
         tmp_path,
         "-c",
         "cartpole_grpo",
@@ -89,10 +89,6 @@ def test_grpo_runs_in_the_parallel_pipeline(tmp_path):
         *[o for o in SMALL if not o.startswith("policy.learn.kl_in_reward")],
         *FAST,
     )
-    address = coordinator_address(tmp_path)
-    assert proc.wait(timeout=150) == 0, launcher_output(tmp_path)
-    run = tmp_path / "run"
-    result = json.loads((run / "result.json").read_text())
     assert result["train_iter"] == 6 and result["stop_reason"] == "max_train_iter"
     ledger = result["ledger"]
     assert ledger["written"] == sum(
@@ -105,4 +101,3 @@ def test_grpo_runs_in_the_parallel_pipeline(tmp_path):
     ckpt = sorted((run / "ckpt").glob("ckpt_iter*.pt"))[-1]
     model = torch.load(ckpt, weights_only=True)["policy"]["model"]
     assert not any("value" in n for n in model)
-    assert_all_gone(address)

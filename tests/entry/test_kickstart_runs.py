@@ -4,8 +4,6 @@ learner's checks, and the learner trains on them."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 TEACHER = "policy.learn.kickstart.teacher"
@@ -14,9 +12,9 @@ TEACHER = "policy.learn.kickstart.teacher"
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_scripted_teacher_kickstarts_the_parallel_pipeline(tmp_path):
-    from test_parallel import FAST, assert_all_gone, coordinator_address, launch, launcher_output
+    from test_parallel import FAST, finished_run
 
-    proc = launch(
+    result, run = finished_run(
         tmp_path,
         "-c",
         "cartpole_ppo_parallel",
@@ -27,12 +25,7 @@ def test_a_scripted_teacher_kickstarts_the_parallel_pipeline(tmp_path):
         f"{TEACHER}=agent:balance",
         *FAST,
     )
-    address = coordinator_address(tmp_path)
-    assert proc.wait(timeout=150) == 0, launcher_output(tmp_path)
-    run = tmp_path / "run"
-    result = json.loads((run / "result.json").read_text())
     assert result["train_iter"] == 3 and result["ledger"]["trained"] > 0
     assert result["ledger"]["dropped_invalid"] == 0  # every rollout with teacher_action passed
     log = (run / "logs" / "learner0.log").read_text()
     assert "kickstarting from the scripted teacher agent:balance" in log
-    assert_all_gone(address)

@@ -5,7 +5,6 @@ so these runs ended with no evaluation at all)."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -14,9 +13,9 @@ import pytest
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_parallel_grid_run_is_evaluated_over_every_agents_episode(tmp_path):
-    from test_parallel import FAST, assert_all_gone, coordinator_address, launch, launcher_output
+    from test_parallel import FAST, finished_run
 
-    proc = launch(
+    result, run = finished_run(
         tmp_path,
         "-c",
         "grid_ppo_parallel",
@@ -32,12 +31,7 @@ def test_a_parallel_grid_run_is_evaluated_over_every_agents_episode(tmp_path):
         "evaluator.eval_freq=1",
         *FAST,
     )
-    address = coordinator_address(tmp_path)
-    assert proc.wait(timeout=150) == 0, launcher_output(tmp_path)
-    run = tmp_path / "run"
-    result = json.loads((run / "result.json").read_text())
     assert result["train_iter"] == 2
     assert result["eval_episodes"] == 3 * 4  # 3 copies x 4 agents
     assert math.isfinite(result["eval_return_mean"])
     assert "refused an evaluation" not in (run / "logs" / "coordinator.log").read_text()
-    assert_all_gone(address)

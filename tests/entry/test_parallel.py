@@ -52,6 +52,17 @@ def assert_all_gone(address):
     assert port_is_free(address)
 
 
+def finished_run(tmp_path, *args, timeout=150):
+    """Launches ``ding-lite parallel *args``, waits for a clean exit and for every process
+    and port of the run to be gone; returns ``(result.json's content, the run dir)``."""
+    proc = launch(tmp_path, *args)
+    address = coordinator_address(tmp_path)
+    assert proc.wait(timeout=timeout) == 0, launcher_output(tmp_path)
+    assert_all_gone(address)
+    run = tmp_path / "run"
+    return json.loads((run / "result.json").read_text()), run
+
+
 def _with_torch_loaded(pids, seen):
     """Adds to ``seen`` each of ``pids`` whose process has torch's library mapped."""
     for pid in pids:

@@ -121,6 +121,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def exit_codes(procs: list[Any], timeout: float) -> list[int]:
+    """The exit codes of ``procs`` (``subprocess.Popen``), each waited for ``timeout``
+    seconds at most; any still running after that (or after a failure) is killed."""
+    try:
+        return [proc.wait(timeout=timeout) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+
+
 def slurm_stand_ins(folder: Path, srun: str, scontrol: str, **env: str) -> dict[str, str]:
     """Writes ``srun`` and ``scontrol`` stand-ins (their scripts) into ``folder/bin``;
     returns this process's environment with them first on PATH, plus ``env``."""

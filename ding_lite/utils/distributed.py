@@ -29,6 +29,7 @@ LOOPBACK = ("127.0.0.1", "localhost")
 #: Set by torchrun's agent, whose own store the ranks then join (``env://``).
 AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
 RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"  # set by torchrun: restarts of the group so far
+NODE_RANK = "GROUP_RANK"  # set by torchrun: this machine's --node-rank
 _KEEP: list[socket.socket] = []
 
 
@@ -135,6 +136,26 @@ def require(use_distributed: bool, timeout_s: float = 60.0) -> None:
     """
     if use_distributed and not (dist.is_available() and dist.is_initialized()):
         init_from_env(timeout_s)
+
+
+def node_rank() -> int:
+    """This machine's ``--node-rank`` in a torchrun group spread over machines; 0 otherwise."""
+    value = os.environ.get(NODE_RANK, "0")
+    return int(value) if value.isdigit() else 0
+
+
+def wait_until_left(src: int, timeout_s: float) -> None:
+    """Blocks until rank ``src`` has left the group (destroyed its process group, or ended),
+    ``timeout_s`` seconds at most. Nothing is ever sent to this receive: it ends when
+    ``src``'s side of the connection closes, or at the timeout."""
+    if world()[1] == 1:
+        return
+    work = dist.irecv(torch.zeros(1), src=src)  # a CPU tensor: gloo, with or without nccl
+    try:
+        if work is not None:  # None only for a rank outside the default group
+            work.wait(timedelta(seconds=timeout_s))
+    except RuntimeError:  # the connection closed (or the timeout passed): either way, go on
+        pass
 
 
 def finalize() -> None:

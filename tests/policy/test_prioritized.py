@@ -298,6 +298,8 @@ def _run_rank(out: Path, env: dict) -> subprocess.Popen:
 @pytest.mark.slow
 def test_every_rank_draws_rank_zeros_segments(tmp_path):
     """Two gloo ranks, seeded differently, train like one process seeded as rank 0."""
+    from helpers import exit_codes  # here: this file also runs as a rank's script
+
     port = str(distributed.free_port())
     group = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
     procs = [
@@ -305,14 +307,7 @@ def test_every_rank_draws_rank_zeros_segments(tmp_path):
         _run_rank(tmp_path / "rank0.pt", {**group, "RANK": "0", "LOCAL_RANK": "0"}),
         _run_rank(tmp_path / "rank1.pt", {**group, "RANK": "1", "LOCAL_RANK": "1"}),
     ]
-    try:
-        codes = [p.wait(timeout=120) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(5)
-    assert codes == [0, 0, 0]
+    assert exit_codes(procs, 120) == [0, 0, 0]
     single, rank0, rank1 = (
         torch.load(tmp_path / f"{n}.pt", weights_only=True) for n in ("single", "rank0", "rank1")
     )

@@ -101,10 +101,10 @@ class FlaskFileSystemLearner(BaseCommLearner):
     def close(self) -> None:
         super().close()
         self._stop_learner(timeout=10.0)
-        if self.leader is not None:
-            self.leader.close()
         if self.slave is not None:
             self.slave.stop()
+        if self.leader is not None:  # the group's exit last: the followers outlast this rank
+            self.leader.close()
 
     # --- DI-engine's callables (the training thread calls them) --------------------------
     def get_data(self, batch_size: int) -> dict[str, torch.Tensor] | None:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import torch
+from helpers import exit_codes
 
 from ding_lite.utils.distributed import free_port
 
@@ -29,14 +30,7 @@ def test_two_ranks_on_halves_equal_one_rank_on_the_whole(tmp_path):
         _run(tmp_path / "rank0.pt", {**group, "RANK": "0", "LOCAL_RANK": "0"}),
         _run(tmp_path / "rank1.pt", {**group, "RANK": "1", "LOCAL_RANK": "1"}),
     ]
-    try:
-        codes = [p.wait(timeout=120) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(5)
-    assert codes == [0, 0, 0]
+    assert exit_codes(procs, 120) == [0, 0, 0]
     single, rank0, rank1 = (
         torch.load(tmp_path / f"{n}.pt", weights_only=True) for n in ("single", "rank0", "rank1")
     )

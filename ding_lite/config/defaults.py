@@ -207,6 +207,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # this much over its recent matches, or after this many iterations.
         exploiter_reset_score=0.7,
         exploiter_max_iters=50,
+        # What an exploiter starts (and starts over) from: its own first weights ("first"),
+        # or the main player's weights of the moment ("main": it fine-tunes against the
+        # main player's weaknesses from where the main player stands).
+        exploiter_start="first",
         # Recent matches a player's score is judged over; Elo's K factor of the table.
         window=200,
         elo_k=16.0,

@@ -77,6 +77,27 @@ def test_a_league_run_fills_its_pool_and_logs_the_league(tmp_path):
     assert scalars["league/pool_size"][-1][1] == len(pool)
 
 
+@pytest.mark.parametrize("start", ["first", "main"])
+def test_an_exploiter_starts_over_from_its_first_weights_or_the_main_players(tmp_path, start):
+    """``league.exploiter_start``: after its 4th iteration each exploiter joins the pool and
+    starts over, from the weights it was born with, or from the main player's of the moment
+    (what iteration 4's checkpoint holds, the league having run after the update)."""
+    over = [*SHORT, f"league.exploiter_start={start}"]
+    serial_pipeline(
+        "matrix_league_ppo", seed=0, overrides=over, exp_dir=str(tmp_path), max_train_iter=4
+    )
+    ckpt = torch.load(tmp_path / "ckpt" / "ckpt_iter00000004.pt", weights_only=True)
+    main = ckpt["policy"]["model"]
+    names = ("main_exploiter0", "league_exploiter1")
+    for name, exploiter in zip(names, ckpt["extra"]["league"]["exploiters"], strict=True):
+        assert (exploiter["generation"], exploiter["iters"]) == (1, 0)
+        model = exploiter["policy"]["model"]
+        assert all(torch.equal(model[k], main[k]) for k in main) == (start == "main")
+        member = tmp_path / "league" / f"{name}-g0-000004.pt"  # its weights as it left
+        trained = torch.load(member, weights_only=True)["model"]
+        assert not all(torch.equal(model[k], trained[k]) for k in main)
+
+
 @pytest.mark.parametrize(
     "experiment,overrides,match",
     [
@@ -85,6 +106,7 @@ def test_a_league_run_fills_its_pool_and_logs_the_league(tmp_path):
         ("matrix_league_ppo", ["league.weighting=cubic"], "unknown PFSP weighting 'cubic'"),
         ("matrix_league_ppo", ["league.shares.self=-1"], "match shares must be non-negative"),
         ("matrix_league_ppo", ["league.exploiter_reset_score=2"], "must be in \\(0, 1\\]"),
+        ("matrix_league_ppo", ["league.exploiter_start=best"], "one of first, main, got 'best'"),
     ],
 )
 def test_a_league_that_cannot_run_is_one_line_and_writes_nothing(

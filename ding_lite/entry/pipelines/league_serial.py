@@ -36,8 +36,11 @@ from ding_lite.worker.learner.league_desk import (
 class Exploiter:
     """An exploiter: its policy, its seated collector, its iterations and generation."""
 
-    def __init__(self, league: League, role: str, index: int, cfg: Any, env: Any, seed: int):
+    def __init__(
+        self, league: League, role: str, index: int, cfg: Any, env: Any, seed: int, main: Any
+    ):
         self.role, self.index = role, index
+        self.main = main if cfg.league.exploiter_start == "main" else None
         self.generation = 0
         self.iters = 0  # in this generation
         self.policy = create_policy(
@@ -49,12 +52,20 @@ class Exploiter:
         )
         seed_updates(self.policy, seed)
         self.first_state = copy.deepcopy(self.policy.state_dict())
+        self.start_over()
         league.add_player(self.name, role, self.policy.model)
         self.seating = PlayerSeating(league, self.name)
         env = build_collector_env(cfg, cfg.env.num_envs, env.device, seed)
         self.collector = SerialCollector.from_config(
             seat(env, self.seating), self.policy, cfg, seed
         )
+
+    def start_over(self) -> None:
+        """Back to the first weights (optimizer, schedule and all), or with ``exploiter_start
+        = "main"`` to the main player's model of the moment with a fresh optimizer."""
+        self.policy.load_state_dict(copy.deepcopy(self.first_state))
+        if self.main is not None:
+            self.policy.model.load_state_dict(self.main.state_dict())
 
     @property
     def name(self) -> str:
@@ -109,7 +120,8 @@ class SerialLeague:
         roles = ["main_exploiter"] * cfg.league.main_exploiters
         roles += ["league_exploiter"] * cfg.league.league_exploiters
         self.exploiters = [
-            Exploiter(self.league, role, n, cfg, env, seed + 1 + n) for n, role in enumerate(roles)
+            Exploiter(self.league, role, n, cfg, env, seed + 1 + n, policy.model)
+            for n, role in enumerate(roles)
         ]
 
     def seat_main(self, env: Any) -> Any:
@@ -146,7 +158,7 @@ class SerialLeague:
         exploiter.iters = 0
         league.rename_player(old, exploiter.name)
         exploiter.seating.player = exploiter.name
-        exploiter.policy.load_state_dict(copy.deepcopy(exploiter.first_state))
+        exploiter.start_over()
         why = f"scored {score:.2f}" if won else f"played {lc.exploiter_max_iters} iterations"
         self.logger.info(f"{old} {why}; it joined the pool and starts over")
 

@@ -33,6 +33,7 @@ LEAGUE_SEED_OFFSET = 7_919  # the league's draws and the exploiters' seeds, from
 # The league's hooks: after the log hooks (10, 20) and a resume's load (20), before the
 # checkpoint hook (40), so a checkpoint holds the league as the iteration left it.
 LEAGUE_PRIORITY = 30
+EXPLOITER_STARTS = ("first", "main")  # league.exploiter_start
 
 
 def check_league_config(cfg: Any, num_agents: int) -> None:
@@ -54,6 +55,11 @@ def check_league_config(cfg: Any, num_agents: int) -> None:
         value = lc[key]
         if value is not None and not 0.0 < value <= 1.0:
             raise ConfigError(f"league.{key} must be in (0, 1], got {value!r}")
+    if lc.exploiter_start not in EXPLOITER_STARTS:
+        raise ConfigError(
+            f"league.exploiter_start must be one of {', '.join(EXPLOITER_STARTS)}, "
+            f"got {lc.exploiter_start!r}"
+        )
     if cfg.policy.model.core != "none":
         raise ConfigError("a league plays feed-forward policies; set policy.model.core=none")
 

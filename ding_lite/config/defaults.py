@@ -211,6 +211,9 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # or the main player's weights of the moment ("main": it fine-tunes against the
         # main player's weaknesses from where the main player stands).
         exploiter_start="first",
+        # Keyword arguments of the exploiters' envs over env.kwargs (their rewards only: an
+        # exploiter learns from its own side), e.g. a reward that pays for another style.
+        exploiter_env_kwargs={},
         # Recent matches a player's score is judged over; Elo's K factor of the table.
         window=200,
         elo_k=16.0,
@@ -251,4 +254,9 @@ MULTI_TYPE_KEYS: dict[str, tuple[type, ...]] = {
 }
 
 # Sections whose keys are free-form (not checked against defaults).
-FREE_FORM_KEYS = ("env.kwargs", "evaluator.env_kwargs", "env.reward_fn_kwargs")
+FREE_FORM_KEYS = (
+    "env.kwargs",
+    "evaluator.env_kwargs",
+    "env.reward_fn_kwargs",
+    "league.exploiter_env_kwargs",
+)

@@ -98,6 +98,35 @@ def test_an_exploiter_starts_over_from_its_first_weights_or_the_main_players(tmp
         assert not all(torch.equal(model[k], trained[k]) for k in main)
 
 
+def test_the_exploiters_envs_take_their_own_kwargs(tmp_path):
+    """``league.exploiter_env_kwargs`` reach the exploiters' envs, and only theirs: a bad
+    one is a one-line error before anything runs; a good one leaves the main player's env
+    as the run's config has it."""
+    from ding_lite.config import compile_config
+    from ding_lite.entry.pipelines.league_serial import exploiter_config
+
+    with pytest.raises(ConfigError, match="unknown payoff 'chess'") as err:
+        serial_pipeline(
+            "matrix_league_ppo",
+            overrides=[*SHORT, "league.exploiter_env_kwargs.payoff=chess"],
+            exp_dir=str(tmp_path / "run"),
+            max_train_iter=1,
+        )
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "run").exists()
+    cfg = compile_config("matrix_league_ppo", ["league.exploiter_env_kwargs.payoff=rps"])
+    assert exploiter_config(cfg).env.kwargs == {"payoff": "rps"}
+    assert cfg.env.kwargs == {"payoff": "biased_rps"}
+    trained = serial_pipeline(
+        "matrix_league_ppo",
+        overrides=[*SHORT, "league.exploiter_env_kwargs.payoff=rps"],
+        exp_dir=str(tmp_path / "ok"),
+        max_train_iter=2,
+        verbose=0,
+    )
+    assert trained.result["train_iter"] == 2
+
+
 @pytest.mark.parametrize(
     "experiment,overrides,match",
     [

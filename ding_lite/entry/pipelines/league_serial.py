@@ -33,6 +33,15 @@ from ding_lite.worker.learner.league_desk import (
 )
 
 
+def exploiter_config(cfg: Any) -> Any:
+    """The run's config with ``league.exploiter_env_kwargs`` over ``env.kwargs``."""
+    if not cfg.league.exploiter_env_kwargs:
+        return cfg
+    out = copy.deepcopy(cfg)
+    out.env.kwargs.update(cfg.league.exploiter_env_kwargs)
+    return out
+
+
 class Exploiter:
     """An exploiter: its policy, its seated collector, its iterations and generation."""
 
@@ -55,7 +64,7 @@ class Exploiter:
         self.start_over()
         league.add_player(self.name, role, self.policy.model)
         self.seating = PlayerSeating(league, self.name)
-        env = build_collector_env(cfg, cfg.env.num_envs, env.device, seed)
+        env = build_collector_env(exploiter_config(cfg), cfg.env.num_envs, env.device, seed)
         self.collector = SerialCollector.from_config(
             seat(env, self.seating), self.policy, cfg, seed
         )

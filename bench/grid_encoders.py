@@ -33,11 +33,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from pendulum_seeds import parse_seeds
+from results import ResultsFile
 
 EXPERIMENTS = {"serial": "grid_ppo", "parallel": "grid_ppo_parallel"}
 #: Each policy's overrides on top of the experiment.
@@ -160,30 +160,15 @@ def main() -> None:
     unknown = sorted(set(encoders) - set(POLICIES))
     if unknown:
         parser.error(f"unknown policies {', '.join(unknown)} (known: {', '.join(POLICIES)})")
-    path = Path(args.results)
-    recorded = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-    def ident(r: dict) -> tuple:
-        return (r["pipeline"], r["encoder"], r["seed"])
-
-    lock = threading.Lock()
-
-    def record(r: dict) -> None:
-        with lock:
-            show(r)
-            if "error" not in r:
-                recorded[:] = [old for old in recorded if ident(old) != ident(r)]
-                recorded.append(r)
-                path.write_text("".join(json.dumps(x) + "\n" for x in recorded))
-
-    done = {ident(r) for r in recorded}
+    results = ResultsFile(args.results, lambda r: (r["pipeline"], r["encoder"], r["seed"]), show)
+    done = results.done
     print(
         f"{'pipeline':<9} {'policy':<7} {'seed':>4}  {'return':>8}  {'env steps':>9}  {'wall s':>7}"
     )
     for seed in seeds:
         if ("any", "random", seed) not in done or args.again:
             ret = random_return(seed, args.episodes)
-            record({"pipeline": "any", "encoder": "random", "seed": seed, "return": ret})
+            results.record({"pipeline": "any", "encoder": "random", "seed": seed, "return": ret})
     todo = [
         (pipeline, encoder, seed)
         for seed in seeds
@@ -200,8 +185,8 @@ def main() -> None:
             for run in todo
         ]
         for run in as_completed(runs):  # recorded as each ends: a stopped bench keeps them
-            record(run.result())
-    summarize(recorded, pipelines, seeds)
+            results.record(run.result())
+    summarize(results.recorded, pipelines, seeds)
 
 
 if __name__ == "__main__":

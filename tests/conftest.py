@@ -70,3 +70,10 @@ def selfplay_run(tmp_path_factory) -> Path:
     """A one-iteration aircombat_selfplay_ppo run dir (its draw reward included)."""
     run = tmp_path_factory.mktemp("selfplay") / "run"
     return _one_iteration_run("aircombat_selfplay_ppo", run)
+
+
+@pytest.fixture(scope="session")
+def league_run(tmp_path_factory) -> Path:
+    """A one-iteration aircombat_league_ppo run dir (main player, two exploiters, a pool)."""
+    run = tmp_path_factory.mktemp("league") / "run"
+    return _one_iteration_run("aircombat_league_ppo", run)

@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import socket
+import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -321,10 +322,16 @@ BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
 
 
 def load_bench(name: str) -> Any:
-    """The script ``bench/<name>.py`` imported as a module (bench/ is no package)."""
+    """The script ``bench/<name>.py`` imported as a module (bench/ is no package), with
+    bench/ first on the import path while it loads, as when it runs as a script (its
+    imports of other bench scripts resolve)."""
     spec = importlib.util.spec_from_file_location(f"{name}_bench", BENCH_DIR / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(BENCH_DIR))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH_DIR))
     return module
 
 

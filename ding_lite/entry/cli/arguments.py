@@ -166,6 +166,18 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--episodes", type=int, default=100, help="episodes (default 100)")
     evaluate.add_argument("--seed", type=int, help="seed of the eval env")
     evaluate.add_argument("--device", help="cpu, cuda, cuda:N or auto")
+    evaluate.add_argument(
+        "--against",
+        metavar="SPEC",
+        help="two-sided envs: the opponent, a run dir or checkpoint, member:NAME of the run's "
+        "league, or a scripted agent (docs/league.rst)",
+    )
+    evaluate.add_argument(
+        "--cross",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="two-sided envs: every run's best.pt against every run's, as a matrix",
+    )
     render = sub.add_parser(
         "render",
         help="a video (.mp4, .gif) of a checkpoint's policy, or an air-combat episode as a PNG",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ding_lite.utils.errors import DingLiteError
@@ -39,26 +40,59 @@ def _allow_env_modules(args: argparse.Namespace, paths: Any) -> None:
 
 def eval_command(args: argparse.Namespace) -> int:
     """``ding-lite eval``: a checkpoint's mean return (and outcome rates) over episodes."""
+    from ding_lite.entry.trained import head_to_head as h2h
     from ding_lite.entry.trained.evaluate import evaluate_checkpoint
 
+    if args.cross:
+        return _cross_command(args)
     paths = _trained_paths(args)
     _allow_env_modules(args, paths)
-    r = evaluate_checkpoint(
-        paths.config,
-        paths.ckpt,
-        episodes=args.episodes,
-        seed=args.seed,
-        device=args.device,
-        overrides=args.overrides,
-    )
+    common = {"episodes": args.episodes, "seed": args.seed, "device": args.device}
+    spec = args.against
+    if spec is not None and h2h.is_policy_spec(spec):
+        r = h2h.evaluate_against(paths.config, paths.ckpt, spec, **common, overrides=args.overrides)
+    else:
+        overrides = args.overrides
+        if spec is not None:
+            overrides = h2h.scripted_overrides(paths.config, spec, args.overrides)
+        r = evaluate_checkpoint(paths.config, paths.ckpt, **common, overrides=overrides)
     low, high = r["ci95"]
+    against = "" if spec is None else f" against {spec}"
     print(
-        f"{r['checkpoint']} (iteration {r['train_iter']}): return {r['return_mean']:.2f} "
+        f"{r['checkpoint']} (iteration {r['train_iter']}){against}: return {r['return_mean']:.2f} "
         f"+- {r['return_std']:.2f}, 95% CI of the mean [{low:.2f}, {high:.2f}], over "
         f"{r['n_episodes']} episodes (mean length {r['length_mean']:.1f})"
     )
     if "win_rate" in r:
         print(_outcome_line(r))
+    return 0
+
+
+def _cross_command(args: argparse.Namespace) -> int:
+    """``ding-lite eval --cross RUN_DIR ...``: the matrix of win / loss / draw, P1 by row."""
+    from ding_lite.entry.trained.head_to_head import cross_play
+
+    if args.paths or args.ckpt or args.config or args.against:
+        raise DingLiteError("--cross takes run dirs only (no RUN_DIR, --ckpt, -c or --against)")
+    _allow_env_modules(args, None)
+    matrix = cross_play(args.cross, episodes=args.episodes, seed=args.seed, device=args.device)
+    names = [Path(run).name or str(run) for run in args.cross]
+    if len(set(names)) < len(names):
+        names = [str(run) for run in args.cross]
+    width = max(17, *(len(n) for n in names))
+    print(
+        f"win / loss / draw % of the row's best.pt (P1) against the column's (P2), "
+        f"{args.episodes} episodes each; score: win + draw / 2 against the others"
+    )
+    print(" " * width + "".join(f"  {n:>17}" for n in names) + "   score")
+    for i, (name, row) in enumerate(zip(names, matrix, strict=True)):
+        cells = [
+            f"{100 * r['win_rate']:.1f}/{100 * r['loss_rate']:.1f}/{100 * r['draw_rate']:.1f}"
+            for r in row
+        ]
+        others = [r for j, r in enumerate(row) if j != i]
+        score = sum(r["win_rate"] + r["draw_rate"] / 2 for r in others) / len(others)
+        print(f"{name:<{width}}" + "".join(f"  {c:>17}" for c in cells) + f"  {score:6.3f}")
     return 0
 
 

@@ -60,6 +60,12 @@ def evaluate_checkpoint(
             run_cfg, path, state, obs_shape=env.obs_shape, action_space=env.action_space, device=dev
         )
         result = Evaluator(env, policy.eval_mode, seed=run_cfg.seed).eval()
+    return eval_report(result, path, state)
+
+
+def eval_report(result: EvalResult, path: Path, state: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`evaluate_checkpoint` returns, from an evaluation of checkpoint ``path``
+    (its content ``state``)."""
     half = 1.96 * result.return_std / math.sqrt(max(result.n_episodes, 1))
     report = {
         "checkpoint": str(path),

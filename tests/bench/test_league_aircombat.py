@@ -1,0 +1,43 @@
+"""bench/league_aircombat.py: a finished league run is played against CrankAgent and head
+to head, its figures recorded and summed up; a bad opponent is a one-line error."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from helpers import load_bench
+
+bench = load_bench("league_aircombat")
+
+
+def test_a_finished_run_is_played_and_recorded(league_run, selfplay_run, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    shutil.copytree(league_run, runs / "league_seed0")
+    results = tmp_path / "results.jsonl"
+    argv = ["--seeds", "0", "--runs", str(runs), "--episodes", "8", "--results", str(results)]
+    argv += ["--opponent", f"selfplay={selfplay_run}"]
+    bench.main(argv)
+    out = capsys.readouterr().out
+    (record,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert record["seed"] == 0 and record["envstep"] > 0
+    assert set(record["matches"]) == {"crank", "selfplay"}
+    for shares in record["matches"].values():
+        assert sum(shares) == pytest.approx(100.0, abs=0.15)
+    assert "seed   0  crank" in out and "against selfplay" in out
+    # Recorded: a second call replays nothing and prints the same figures.
+    shutil.rmtree(runs / "league_seed0" / "ckpt")
+    bench.main(argv)
+    again = capsys.readouterr().out
+    assert "failed" not in again and "against crank" in again
+
+
+def test_an_opponent_without_a_policy_is_a_one_line_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--opponent", f"x={tmp_path}"])
+    assert exc.value.code == 2
+    assert "has no ckpt/best.pt" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main(["--opponent", "no-name"])
+    assert "expected NAME=RUN_DIR" in capsys.readouterr().err

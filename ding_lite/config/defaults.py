@@ -185,6 +185,10 @@ DEFAULT_CONFIG: dict[str, Any] = dict(
         # The main player's matches: self-play, PFSP over the pool, and uniform checks of
         # the pool (AlphaStar's split; a kind set to 0 never comes).
         shares=dict(self=0.35, pfsp=0.5, check=0.15),
+        # Play the self-play share on fixed copies (that share of env.num_envs) where the
+        # main policy flies both sides and learns from both, as plain self-play does; the
+        # other copies draw PFSP and checks only (serial pipeline, collector.async_factor=1).
+        mirror=False,
         # PFSP's weight of a member the player wins x against: squared (1-x)^2, variance
         # x(1-x), linear 1-x, even (plain fictitious self-play).
         weighting="squared",

@@ -44,6 +44,11 @@ def check_parallel_league(cfg: Any) -> None:
     lc = cfg.league
     if not lc.enabled:
         return
+    if lc.mirror:
+        raise ConfigError(
+            "league.mirror (mirror copies) runs in the serial pipeline only; a parallel "
+            "league runs with league.mirror=false"
+        )
     if lc.main_exploiters or lc.league_exploiters:
         raise ConfigError(
             "league exploiters train in the serial pipeline only; a parallel league runs "
@@ -68,7 +73,7 @@ class LeagueBook:
         self.cfg = cfg
         self.table = LeagueTable(cfg.elo_k)
         self.table.add(MAIN)
-        self.matchmaker = self._matchmaker(self.table, dict(cfg.shares), seed)
+        self.matchmaker = self._matchmaker(self.table, self.main_shares(), seed)
         self._exploiter_draws = self._matchmaker(self.table, {"pfsp": 1.0}, seed + 1)
         #: Frozen members, in joining order.
         self.pool: list[str] = []
@@ -155,6 +160,16 @@ class LeagueBook:
         self.table.add(name, self.table.ratings[rating_of])
         self.pool.append(name)
 
+    def main_shares(self) -> dict[str, float]:
+        """The kinds of the main player's drawn matches: the config's shares, less
+        self-play where mirror copies play it (``mirror``)."""
+        shares = dict(self.cfg.shares)
+        if self.cfg.get("mirror", False):
+            shares.pop("self", None)
+            if not any(shares.values()):  # every copy is a mirror copy: nothing is drawn
+                shares = {"self": 1.0}
+        return shares
+
     def _matchmaker(self, table: LeagueTable, shares: dict, seed: int = 0) -> Matchmaker:
         return Matchmaker(table, shares, self.cfg.weighting, seed, self.cfg.recency)
 
@@ -181,7 +196,7 @@ class LeagueBook:
         try:
             table = LeagueTable.from_state(state["table"])
             pool, players, recent = state["pool"], state["players"], state["recent"]
-            matchmaker = self._matchmaker(table, dict(self.cfg.shares))
+            matchmaker = self._matchmaker(table, self.main_shares())
             matchmaker.load_state(state["matchmaker"])
             draws = self._matchmaker(table, {"pfsp": 1.0})
             draws.load_state(state["exploiter_draws"])

@@ -174,6 +174,7 @@ def test_a_collector_seats_from_the_sheet_and_keeps_the_outcomes(tmp_path):
     [
         ("league.main_exploiters=1", "exploiters train in the serial pipeline only"),
         ("system.data_plane=http", "needs system.data_plane=files"),
+        ("league.mirror=true", "league.mirror \\(mirror copies\\) runs in the serial"),
     ],
 )
 def test_what_a_parallel_league_cannot_do_is_one_line(override, message):

@@ -127,6 +127,38 @@ def test_the_exploiters_envs_take_their_own_kwargs(tmp_path):
     assert trained.result["train_iter"] == 2
 
 
+def test_mirror_copies_learn_both_sides_of_the_self_play_share(tmp_path, monkeypatch):
+    """``league.mirror``: the self-play share (half of matrix_league_ppo's matches) is
+    played on 8 fixed copies of 16, whose agent 1 is learned from too: 24 rows a step; the
+    other copies meet pool members only once there are any; env steps count the copies."""
+    from ding_lite.config import compile_config
+    from ding_lite.league.book import LeagueBook
+    from ding_lite.worker.collector import SerialCollector
+
+    rollouts, seats = [], []
+    collect = SerialCollector.collect
+
+    def spy(self):
+        data = collect(self)
+        if getattr(self.env, "mirrored", 0):
+            rollouts.append(data["obs"].shape[0])
+            seats.append(list(self.env.seats))
+        return data
+
+    monkeypatch.setattr(SerialCollector, "collect", spy)
+    over = ["env.num_envs=16", "policy.collect.n_steps=2", "league.mirror=true"]
+    trained = serial_pipeline(
+        "matrix_league_ppo", overrides=over, exp_dir=str(tmp_path), max_train_iter=6, verbose=0
+    )
+    assert trained.result["envstep"] == 6 * 2 * 16
+    assert rollouts == [2 * (16 + 8)] * 6
+    # Copies 8-15 draw from the pool (main-000001 joins after iteration 1): never main.
+    assert all(name != "main" for row in seats[1:] for name in row[8:])
+    assert all(row[:8] == ["main"] * 8 for row in seats)
+    book = LeagueBook(compile_config("matrix_league_ppo", ["league.mirror=true"]).league, 0)
+    assert book.main_shares() == {"pfsp": 0.5, "check": 0.0}
+
+
 @pytest.mark.parametrize(
     "experiment,overrides,match",
     [
@@ -136,6 +168,16 @@ def test_the_exploiters_envs_take_their_own_kwargs(tmp_path):
         ("matrix_league_ppo", ["league.shares.self=-1"], "match shares must be non-negative"),
         ("matrix_league_ppo", ["league.exploiter_reset_score=2"], "must be in \\(0, 1\\]"),
         ("matrix_league_ppo", ["league.exploiter_start=best"], "one of first, main, got 'best'"),
+        (
+            "matrix_league_ppo",
+            ["league.mirror=true", "league.shares.self=0"],
+            "league.mirror plays the self-play share on mirror copies",
+        ),
+        (
+            "matrix_league_ppo",
+            ["league.mirror=true", "collector.async_factor=2"],
+            "league.mirror needs collector.async_factor=1",
+        ),
     ],
 )
 def test_a_league_that_cannot_run_is_one_line_and_writes_nothing(

@@ -139,3 +139,37 @@ def test_groups_of_a_buffered_env_are_seated_each():
         group.step_async(action)
     obs, reward, *_ = BufferedEnv.concat([group.step_wait() for group in groups])
     assert obs.shape == (4, 1) and reward.tolist() == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_mirror_copies_show_agent_1_as_rows_of_their_own():
+    seating = Seating(["rock", "scissors"])
+    env = SeatedEnv(create_env("matrix_game", 3, payoff="biased_rps"), seating, mirrored=1)
+    obs, _ = env.reset(seed=0)
+    assert (env.num_envs, env.env_copies, obs.shape) == (4, 3, (4, 1))
+    assert env.seats == ["rock", "scissors", "rock"]  # copy 0's seat is never played
+    # Rows 0-2: agent 0 of copies 0-2; row 3: agent 1 of copy 0 (the mirror copy).
+    obs, reward, terminated, truncated, info = env.step(torch.tensor([PAPER, PAPER, PAPER, ROCK]))
+    assert reward.tolist() == [1.0, -1.0, 1.0, -1.0]
+    assert info["episode"]["outcome"].tolist() == [1.0, -1.0, 1.0, -1.0]
+    assert info["episode"]["return"].tolist() == [1.0, -1.0, 1.0, -1.0]
+    assert info["episode"]["mask"].tolist() == [True] * 4
+    assert terminated.shape == truncated.shape == (4,) and info["final_obs"].shape == (4, 1)
+    # The opponents played copies 1 and 2 only; copy 0 was booked and keeps its seat.
+    assert [seating.opponents[n].rows for n in ("rock", "scissors")] == [1, 1]
+    assert seating.reports == [("rock", 1.0), ("scissors", -1.0), ("rock", 1.0)]
+    assert env.seats[0] == "rock" and env.seats[1:] == ["scissors", "rock"]
+    state = env.state_dict()
+    assert len(state["seats"]) == 3
+    env.load_state_dict(state)
+    with pytest.raises(ValueError, match="mirrored=4"):
+        SeatedEnv(create_env("matrix_game", 3), seating, mirrored=4)
+
+
+def test_every_copy_a_mirror_copy_is_plain_self_play():
+    seating = Seating(["rock"])
+    env = SeatedEnv(create_env("matrix_game", 2, payoff="biased_rps"), seating, mirrored=2)
+    env.reset(seed=0)
+    _, reward, *_ = env.step(torch.tensor([ROCK, PAPER, SCISSORS, PAPER]))
+    # copy 0: rock vs scissors (+2), copy 1: paper vs paper (0), and the other sides
+    assert reward.tolist() == [2.0, 0.0, -2.0, 0.0]
+    assert seating.opponents["rock"].rows == 0

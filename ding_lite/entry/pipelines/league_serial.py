@@ -30,6 +30,7 @@ from ding_lite.worker.learner.league_desk import (
     LEAGUE_SEED_OFFSET,
     LeagueDesk,
     check_league_config,
+    mirror_copies,
 )
 
 
@@ -134,7 +135,8 @@ class SerialLeague:
         ]
 
     def seat_main(self, env: Any) -> Any:
-        return seat(env, PlayerSeating(self.league, MAIN))
+        """The main player's env: seated, with its mirror copies (``league.mirror``)."""
+        return seat(env, PlayerSeating(self.league, MAIN), mirror_copies(self.cfg))
 
     def attach(self, learner: Any) -> None:
         """Rides in the main learner's checkpoints and runs after each of its iterations."""

@@ -291,7 +291,8 @@ class SerialCollector(RecentEpisodes):
             next_values = self.policy.get_value(final_obs, after, no_start).view(T, B)
         else:
             next_values = self.policy.get_value(final_obs).view(T, B)
-        self.envstep += T * self.env.num_envs  # env steps, whatever the agents per copy
+        # Env steps, whatever the agents per copy (a seated env's mirror rows step no copy).
+        self.envstep += T * getattr(self.env, "env_copies", self.env.num_envs)
         mask = self._b_ep_mask
         self.last_returns = self._b_ep_return[mask].tolist()
         self.last_lengths = self._b_ep_length[mask].tolist()

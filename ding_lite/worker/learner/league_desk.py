@@ -62,6 +62,28 @@ def check_league_config(cfg: Any, num_agents: int) -> None:
         )
     if cfg.policy.model.core != "none":
         raise ConfigError("a league plays feed-forward policies; set policy.model.core=none")
+    if lc.mirror:
+        if not mirror_copies(cfg):
+            raise ConfigError(
+                f"league.mirror plays the self-play share on mirror copies; with "
+                f"league.shares {dict(lc.shares)} and env.num_envs={cfg.env.num_envs} "
+                "there are none"
+            )
+        if cfg.collector.async_factor > 1 or cfg.env.reset_group_size > 1:
+            raise ConfigError(
+                "league.mirror needs collector.async_factor=1 and env.reset_group_size=1"
+            )
+
+
+def mirror_copies(cfg: Any) -> int:
+    """The main player's mirror copies (``league.mirror``): the self-play share of
+    ``env.num_envs``; 0 without ``league.mirror``."""
+    lc = cfg.league
+    if not lc.mirror:
+        return 0
+    total = sum(float(v) for v in lc.shares.values())
+    share = float(lc.shares.get("self", 0.0)) / total if total > 0 else 0.0
+    return round(share * cfg.env.num_envs)
 
 
 class LeagueDesk:

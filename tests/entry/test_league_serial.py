@@ -159,6 +159,16 @@ def test_mirror_copies_learn_both_sides_of_the_self_play_share(tmp_path, monkeyp
     assert book.main_shares() == {"pfsp": 0.5, "check": 0.0}
 
 
+def test_a_league_with_mirror_copies_resumes_as_an_unbroken_run(tmp_path):
+    over = ["env.num_envs=16", "policy.collect.n_steps=2", "league.mirror=true"]
+    run = tmp_path / "resumed"
+    serial_pipeline("matrix_league_ppo", seed=3, overrides=over, exp_dir=str(run), max_train_iter=2)
+    resumed = serial_pipeline(resume=str(run), max_train_iter=5, verbose=0)
+    straight = _straight(tmp_path, 3, over, 5)
+    assert torch.equal(params(straight.model), params(resumed.model))
+    assert _league_state(tmp_path / "straight", 5) == _league_state(run, 5)
+
+
 @pytest.mark.parametrize(
     "experiment,overrides,match",
     [

@@ -3,8 +3,9 @@
 against other runs' policies.
 
 For each seed of ``--seeds``, trains ``aircombat_league_ppo`` (with the overrides given) in
-a fresh process into ``RUNS/league_seed<seed>``, unless that run dir already holds a
-finished run (``result.json``), then plays its ``best.pt`` ``--episodes`` sampled-action
+a fresh process into ``RUNS/league_seed<seed>`` (``league_seed<seed>_<digest of the
+overrides>`` with overrides), unless that run dir already holds a finished run
+(``result.json``), then plays its ``best.pt`` ``--episodes`` sampled-action
 matches with ``ding-lite eval``: against CrankAgent (the experiment's evaluator), and
 against each ``--opponent NAME=RUN_DIR`` (``--against RUN_DIR``: that run's ``best.pt``
 flying the enemy fighter). Per run it prints win / loss / draw
@@ -25,6 +26,7 @@ Every finished run's figures are appended as one JSON line to ``--results`` (def
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import statistics
@@ -63,11 +65,20 @@ def play(run_dir: Path, seed: int, episodes: int, against: list[str]) -> list[fl
     return [float(v) for v in found.groups()]
 
 
+def run_name(seed: int, overrides: list[str]) -> str:
+    """``league_seed<seed>``, with a digest of the overrides when there are any (so each
+    variant trains its own runs)."""
+    if not overrides:
+        return f"league_seed{seed}"
+    digest = hashlib.sha1("\n".join(overrides).encode()).hexdigest()[:8]
+    return f"league_seed{seed}_{digest}"
+
+
 def train_and_play(
     seed: int, runs: Path, episodes: int, opponents: list[tuple[str, str]], extra: list[str]
 ) -> dict:
     """One league run (or the finished one in its dir) and its matches."""
-    run_dir = runs / f"league_seed{seed}"
+    run_dir = runs / run_name(seed, extra)
     out: dict = {"seed": seed, "run_dir": str(run_dir), "overrides": extra}
     if not (run_dir / "result.json").is_file():
         cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", EXPERIMENT, "--seed", str(seed)]

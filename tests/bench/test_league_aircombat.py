@@ -33,6 +33,12 @@ def test_a_finished_run_is_played_and_recorded(league_run, selfplay_run, tmp_pat
     assert "failed" not in again and "against crank" in again
 
 
+def test_each_variant_trains_its_own_runs():
+    assert bench.run_name(3, []) == "league_seed3"
+    mirror = bench.run_name(3, ["league.mirror=true"])
+    assert mirror.startswith("league_seed3_") and mirror != bench.run_name(3, ["x=1"])
+
+
 def test_an_opponent_without_a_policy_is_a_one_line_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         bench.main(["--opponent", f"x={tmp_path}"])

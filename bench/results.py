@@ -12,7 +12,9 @@ from pathlib import Path
 class ResultsFile:
     """The runs recorded in ``path``, each known by ``ident(run)``; :meth:`record` shows a
     finished run with ``show`` and, unless it failed (an ``error`` key), replaces the run
-    of the same ident in the file. Safe to call from several threads."""
+    of the same ident in the file, as it reads then (benches run one after another, or at
+    once, keep each other's runs), written whole by a rename. Safe to call from several
+    threads."""
 
     def __init__(
         self,
@@ -21,9 +23,12 @@ class ResultsFile:
         show: Callable[[dict], None],
     ) -> None:
         self.path, self.ident, self.show = Path(path), ident, show
-        text = self.path.read_text() if self.path.exists() else ""
-        self.recorded: list[dict] = [json.loads(line) for line in text.splitlines()]
+        self.recorded: list[dict] = self._read()
         self._lock = threading.Lock()
+
+    def _read(self) -> list[dict]:
+        text = self.path.read_text() if self.path.exists() else ""
+        return [json.loads(line) for line in text.splitlines()]
 
     @property
     def done(self) -> set[Hashable]:
@@ -34,6 +39,9 @@ class ResultsFile:
             self.show(run)
             if "error" in run:
                 return
-            self.recorded[:] = [r for r in self.recorded if self.ident(r) != self.ident(run)]
+            # Read again: another bench may have recorded runs since this one started.
+            self.recorded[:] = [r for r in self._read() if self.ident(r) != self.ident(run)]
             self.recorded.append(run)
-            self.path.write_text("".join(json.dumps(r) + "\n" for r in self.recorded))
+            partial = self.path.with_name(self.path.name + ".partial")
+            partial.write_text("".join(json.dumps(r) + "\n" for r in self.recorded))
+            partial.replace(self.path)

@@ -47,3 +47,17 @@ def test_an_opponent_without_a_policy_is_a_one_line_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench.main(["--opponent", "no-name"])
     assert "expected NAME=RUN_DIR" in capsys.readouterr().err
+
+
+def test_benches_recording_at_once_keep_each_others_runs(tmp_path):
+    results = load_bench("results")
+    path = tmp_path / "r.jsonl"
+    first = results.ResultsFile(path, lambda r: r["seed"], lambda r: None)
+    second = results.ResultsFile(path, lambda r: r["seed"], lambda r: None)
+    first.record({"seed": 1, "x": 1})
+    second.record({"seed": 2, "x": 2})
+    second.record({"seed": 1, "x": 3})  # a rerun replaces its seed's line
+    second.record({"seed": 3, "error": "failed"})  # a failure is shown, not kept
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sorted((r["seed"], r["x"]) for r in lines) == [(1, 3), (2, 2)]
+    assert [p.name for p in tmp_path.iterdir()] == ["r.jsonl"]

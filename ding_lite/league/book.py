@@ -164,7 +164,7 @@ class LeagueBook:
         """The kinds of the main player's drawn matches: the config's shares, less
         self-play where mirror copies play it (``mirror``)."""
         shares = dict(self.cfg.shares)
-        if self.cfg.get("mirror", False):
+        if self.cfg.mirror:
             shares.pop("self", None)
             if not any(shares.values()):  # every copy is a mirror copy: nothing is drawn
                 shares = {"self": 1.0}

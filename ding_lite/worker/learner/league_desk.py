@@ -82,7 +82,7 @@ def mirror_copies(cfg: Any) -> int:
     if not lc.mirror:
         return 0
     total = sum(float(v) for v in lc.shares.values())
-    share = float(lc.shares.get("self", 0.0)) / total if total > 0 else 0.0
+    share = float(lc.shares["self"]) / total if total > 0 else 0.0
     return round(share * cfg.env.num_envs)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from ding_lite.config.config import compile_config
 from ding_lite.entry.trained.evaluate import eval_report
+from ding_lite.entry.trained.run_paths import locate, run_dir_of
 from ding_lite.envs.from_config import build_env
 from ding_lite.envs.seats import SeatedEnv
 from ding_lite.policy import policy_from_checkpoint
@@ -97,7 +98,7 @@ def evaluate_against(
             shapes: dict[str, Any] = {"obs_shape": env.obs_shape, "action_space": env.action_space}
             policy = policy_from_checkpoint(run_cfg, path, state, device=dev, **shapes)
             if spec.startswith(MEMBER):
-                league = _run_dir_of(Path(path)) / "league"
+                league = run_dir_of(Path(path)) / "league"
                 opponent = Members(league, policy.model, {}).get(spec[len(MEMBER) :])
             else:
                 opponent = _run_opponent(spec, run_cfg, dev, shapes)
@@ -136,14 +137,8 @@ def _two_sided(cfg: Any) -> Any:
     return out
 
 
-def _run_dir_of(ckpt: Path) -> Path:
-    return (ckpt if ckpt.is_dir() else ckpt.parent).parent
-
-
 def _run_opponent(spec: str, cfg: Any, device: Any, shapes: dict[str, Any]) -> PolicyOpponent:
     """The policy of the run dir, ``ckpt/`` folder or checkpoint file ``spec``."""
-    from ding_lite.entry.trained.run_paths import locate
-
     given = Path(spec)
     paths = locate(spec, None, None) if (given / "ckpt").is_dir() else locate(None, None, spec)
     other = compile_config(paths.config, device=str(device))
@@ -166,8 +161,6 @@ def cross_play(
 ) -> list[list[Any]]:
     """Every run's ``best.pt`` (P1, rows) against every run's (P2, columns), itself
     included: a matrix of :func:`evaluate_against`'s reports."""
-    from ding_lite.entry.trained.run_paths import locate
-
     if len(run_dirs) < 2:
         raise ConfigError(f"--cross needs two run dirs or more, got {len(run_dirs)}")
     located = [locate(str(run), None, None) for run in run_dirs]

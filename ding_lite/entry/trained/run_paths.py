@@ -47,7 +47,7 @@ def locate(run_path: str | None, config: str | None, ckpt: str | None) -> RunPat
             raise ConfigError(f"--ckpt {ckpt}: checkpoint not found (no such file or folder)")
         if (path / "ckpt").is_dir():  # a run dir: its newest checkpoint, as for its ckpt/
             path = path / "ckpt"
-        holder = Path(run_path) if run_path is not None else _run_dir_of(path)
+        holder = Path(run_path) if run_path is not None else run_dir_of(path)
         return RunPaths(config or _saved_config(holder, "--ckpt " + ckpt), path)
     assert run_path is not None  # checked above: one of the two is given
     folder = Path(run_path)
@@ -59,7 +59,7 @@ def locate(run_path: str | None, config: str | None, ckpt: str | None) -> RunPat
     return RunPaths(config or _saved_config(folder, run_path), chosen, note)
 
 
-def _run_dir_of(path: Path) -> Path:
+def run_dir_of(path: Path) -> Path:
     """The run dir above a checkpoint file or a ``ckpt/`` folder."""
     folder = path if path.is_dir() else path.parent
     return folder.parent

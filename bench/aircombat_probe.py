@@ -6,12 +6,16 @@ Used for the self-play figures in docs/benchmarks.rst (section *Air combat*, *Se
     python bench/aircombat_probe.py self RUN                 # blue / red wins, draws
     python bench/aircombat_probe.py mix STEER_RUN FIRE_RUN   # one's rudder, the other's trigger
     python bench/aircombat_probe.py hold RUN --lock-deg 45 --max-km 40
+    python bench/aircombat_probe.py launches RUN             # where each side fires, by outcome
 
 ``RUN`` is a run dir, its ``ckpt`` folder or a ``.pt`` file (``best.pt`` of a run dir);
 every probe plays ``--episodes`` matches (default 1,000), one per env copy, from the starts
 of ``--seed``, with sampled actions (``--deterministic`` for the most likely ones), and
 prints the outcome counts. ``hold`` keeps a policy's trigger off unless the enemy is
-within ``--lock-deg`` degrees of the nose and ``--max-km`` km.
+within ``--lock-deg`` degrees of the nose and ``--max-km`` km. ``launches`` plays RUN
+against CrankAgent and prints, for the matches won, lost and drawn, how many missiles each
+side fired and at what range (the first launch and all of them, medians), and how long the
+matches lasted.
 """
 
 from __future__ import annotations
@@ -45,6 +49,53 @@ def play(env: AirCombatEnv, act) -> torch.Tensor:
     return outcome
 
 
+def play_launches(env: AirCombatEnv, act) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`play`, also recording launches: the outcomes ``[N]``, each copy's launch
+    ranges in km ``[T, N, 2]`` (NaN in steps without one; P1, P2) and episode lengths ``[N]``."""
+    obs, _ = env.reset()
+    outcome = torch.zeros(env.num_envs)
+    length = torch.zeros(env.num_envs)
+    finished = torch.zeros(env.num_envs, dtype=torch.bool)
+    ranges = []
+    for t in range(P.MAX_EPISODE_STEPS):
+        before = env.fired.clone()
+        obs, _, _, _, info = env.step(act(obs))
+        km = torch.hypot(env.x[:, 1] - env.x[:, 0], env.y[:, 1] - env.y[:, 0]) / 1000.0
+        fired = (env.fired > before) & ~finished[:, None]
+        ranges.append(torch.where(fired, km[:, None], math.nan))
+        new = info["done"] & ~finished
+        outcome[new] = info["combat"]["outcome"][new]
+        length[new] = t + 1
+        finished |= info["done"]
+        if finished.all():
+            break
+    return outcome, torch.stack(ranges), length
+
+
+def launch_report(outcome: torch.Tensor, ranges: torch.Tensor, length: torch.Tensor) -> list[str]:
+    """Lines: per outcome (won, lost, drawn), the matches, each side's launches per match,
+    the median range of P1's first launch and of all launches per side, the median length."""
+    lines = []
+    # The step of P1's first launch (argmax gives the first of equal maxima; NaN: none).
+    first = (~ranges[..., 0].isnan()).to(torch.uint8).argmax(0)
+    first_km = ranges[first, torch.arange(outcome.numel()), 0]
+    for name, rows in (("won", outcome > 0), ("lost", outcome < 0), ("drawn", outcome == 0)):
+        k = int(rows.sum())
+        if not k:
+            lines.append(f"{name:>5}: no matches")
+            continue
+        sides = ranges[:, rows, 0], ranges[:, rows, 1]
+        count = [int((~side.isnan()).sum()) / k for side in sides]
+        at = [side.nanquantile(0.5).item() for side in sides]  # NaN: no launch
+        first_at = first_km[rows].nanquantile(0.5).item()
+        lines.append(
+            f"{name:>5}: {k} matches; P1 fired {count[0]:.2f} a match at {at[0]:.1f} km "
+            f"(first {first_at:.1f} km), CrankAgent {count[1]:.2f} at {at[1]:.1f} km; "
+            f"{length[rows].quantile(0.5).item():.0f} s"
+        )
+    return lines
+
+
 def report(label: str, outcome: torch.Tensor, sides: tuple[str, str] = ("win", "loss")) -> str:
     n = outcome.numel()
     won, lost = int((outcome > 0).sum()), int((outcome < 0).sum())
@@ -56,7 +107,7 @@ def report(label: str, outcome: torch.Tensor, sides: tuple[str, str] = ("win", "
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("probe", choices=("self", "mix", "hold"))
+    parser.add_argument("probe", choices=("self", "mix", "hold", "launches"))
     parser.add_argument("runs", nargs="+", help="run dirs or checkpoints (mix: two)")
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=123)
@@ -86,6 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         print(report(f"{args.runs[0]} against itself", play(env, act), ("blue", "red")))
         return 0
     env = AirCombatEnv(num_envs=n, seed=args.seed, opponent="rule_based", throttle=1.0)
+    if args.probe == "launches":
+        outcome, ranges, length = play_launches(
+            env, lambda obs: first.predict(obs, deterministic=det)
+        )
+        print(report(f"{args.runs[0]} against CrankAgent", outcome))
+        print("\n".join(launch_report(outcome, ranges, length)))
+        return 0
     if args.probe == "mix":
         steer, fire = policies
 

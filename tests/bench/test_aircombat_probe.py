@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "aircombat_probe.py"
@@ -45,3 +46,34 @@ def test_bad_arguments_are_one_line_errors(selfplay_run, tmp_path, capsys):
     assert bench.main(["self", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "\n" not in err
+
+
+def test_launches_reports_each_outcome(selfplay_run, capsys):
+    assert bench.main(["launches", str(selfplay_run), "--episodes", "16"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "against CrankAgent: win" in lines[0] and len(lines) == 4
+    shares = _shares(lines[0])
+    matches = [int(m) for m in re.findall(r"(\d+) matches;", "\n".join(lines[1:]))]
+    # Every outcome with a share has its line, and the lines count every match.
+    assert sum(matches) == sum(round(16 * x / 100) for x in shares if x) == 16
+
+
+def test_launch_report_counts_ranges_per_outcome():
+    nan = float("nan")
+    # Two matches, four steps: P1 fires at 40 then 30 km and wins the first, at 35 km and
+    # loses the second; CrankAgent fires once in each, at 31 km.
+    ranges = torch.tensor(
+        [
+            [[nan, nan], [nan, nan]],
+            [[40.0, nan], [35.0, nan]],
+            [[nan, 31.0], [nan, 31.0]],
+            [[30.0, nan], [nan, nan]],
+        ]
+    )
+    outcome, length = torch.tensor([1.0, -1.0]), torch.tensor([4.0, 3.0])
+    won, lost, drawn = bench.launch_report(outcome, ranges, length)
+    assert won == "  won: 1 matches; P1 fired 2.00 a match at 35.0 km (first 40.0 km), " + (
+        "CrankAgent 1.00 at 31.0 km; 4 s"
+    )
+    assert lost.startswith(" lost: 1 matches; P1 fired 1.00 a match at 35.0 km (first 35.0 km)")
+    assert drawn == "drawn: no matches"

@@ -3,9 +3,10 @@
 against other runs' policies.
 
 For each seed of ``--seeds``, trains ``aircombat_league_ppo`` (with the overrides given) in
-a fresh process into ``RUNS/league_seed<seed>`` (``league_seed<seed>_<digest of the
-overrides>`` with overrides), unless that run dir already holds a finished run
-(``result.json``), then plays its ``best.pt`` ``--episodes`` sampled-action
+a fresh process into ``RUNS/league_seed<seed>_<digest>``, the digest of the resolved config
+(the bundled settings with the overrides: each variant, and each change of the bundled
+settings, trains and records runs of its own), unless that run dir already holds a
+finished run (``result.json``), then plays its ``best.pt`` ``--episodes`` sampled-action
 matches with ``ding-lite eval``: against CrankAgent (the experiment's evaluator), and
 against each ``--opponent NAME=RUN_DIR`` (``--against RUN_DIR``: that run's ``best.pt``
 flying the enemy fighter). Per run it prints win / loss / draw
@@ -38,6 +39,9 @@ from pathlib import Path
 from pendulum_seeds import parse_seeds
 from results import ResultsFile
 
+from ding_lite.config.config import compile_config, to_plain
+from ding_lite.utils.errors import ConfigError
+
 EXPERIMENT = "aircombat_league_ppo"
 EVAL_SEED = 1000  # matches seeded 1000 + seed: never a training seed
 _WLD = re.compile(r"win ([0-9.]+)% .*loss ([0-9.]+)% .*draw ([0-9.]+)%")
@@ -65,21 +69,29 @@ def play(run_dir: Path, seed: int, episodes: int, against: list[str]) -> list[fl
     return [float(v) for v in found.groups()]
 
 
-def run_name(seed: int, overrides: list[str]) -> str:
-    """``league_seed<seed>``, with a digest of the overrides when there are any (so each
-    variant trains its own runs)."""
-    if not overrides:
-        return f"league_seed{seed}"
-    digest = hashlib.sha1("\n".join(overrides).encode()).hexdigest()[:8]
+def config_digest(overrides: list[str]) -> str:
+    """8 hex digits of the league's resolved config: the bundled settings with
+    ``overrides`` (the seed left at its default)."""
+    cfg = to_plain(compile_config(EXPERIMENT, overrides))
+    return hashlib.sha1(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def run_name(seed: int, digest: str) -> str:
+    """``league_seed<seed>_<digest>``: each config trains runs of its own."""
     return f"league_seed{seed}_{digest}"
 
 
 def train_and_play(
-    seed: int, runs: Path, episodes: int, opponents: list[tuple[str, str]], extra: list[str]
+    seed: int,
+    runs: Path,
+    episodes: int,
+    opponents: list[tuple[str, str]],
+    extra: list[str],
+    digest: str,
 ) -> dict:
     """One league run (or the finished one in its dir) and its matches."""
-    run_dir = runs / run_name(seed, extra)
-    out: dict = {"seed": seed, "run_dir": str(run_dir), "overrides": extra}
+    run_dir = runs / run_name(seed, digest)
+    out: dict = {"seed": seed, "run_dir": str(run_dir), "overrides": extra, "config": digest}
     if not (run_dir / "result.json").is_file():
         cmd = [sys.executable, "-m", "ding_lite", "serial", "-c", EXPERIMENT, "--seed", str(seed)]
         cmd += ["--exp-dir", str(run_dir), "-q", "system.torch_threads=1", *extra]
@@ -140,23 +152,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="config overrides of the league, key=value")
     args = parser.parse_args(argv)
     seeds = parse_seeds(args.seeds)
-    results = ResultsFile(args.results, lambda r: (r["seed"], tuple(r["overrides"])), show)
+    results = ResultsFile(args.results, lambda r: (r["seed"], r.get("config")), show)
     runs = Path(args.runs)
-    mine = tuple(args.overrides)
+    try:
+        mine = config_digest(args.overrides)
+    except ConfigError as err:
+        parser.error(str(err))
     todo = [s for s in seeds if (s, mine) not in results.done or args.again]
-    print(f"{EXPERIMENT} {' '.join(mine)}: win / loss / draw %")
-    ours = [r for r in results.recorded if tuple(r["overrides"]) == mine]
+    print(f"{EXPERIMENT} {' '.join(args.overrides)} (config {mine}): win / loss / draw %")
+    ours = [r for r in results.recorded if r.get("config") == mine]
     for r in ours:
         if r["seed"] in seeds and r["seed"] not in todo:
             show(r)
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         futures = [
-            pool.submit(train_and_play, s, runs, args.episodes, args.opponent, args.overrides)
+            pool.submit(train_and_play, s, runs, args.episodes, args.opponent, args.overrides, mine)
             for s in todo
         ]
         for future in as_completed(futures):
             results.record(future.result())
-    summarize([r for r in results.recorded if tuple(r["overrides"]) == mine], seeds)
+    summarize([r for r in results.recorded if r.get("config") == mine], seeds)
 
 
 if __name__ == "__main__":

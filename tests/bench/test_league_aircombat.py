@@ -14,7 +14,8 @@ bench = load_bench("league_aircombat")
 
 def test_a_finished_run_is_played_and_recorded(league_run, selfplay_run, tmp_path, capsys):
     runs = tmp_path / "runs"
-    shutil.copytree(league_run, runs / "league_seed0")
+    run = runs / bench.run_name(0, bench.config_digest([]))
+    shutil.copytree(league_run, run)
     results = tmp_path / "results.jsonl"
     argv = ["--seeds", "0", "--runs", str(runs), "--episodes", "8", "--results", str(results)]
     argv += ["--opponent", f"selfplay={selfplay_run}"]
@@ -27,16 +28,28 @@ def test_a_finished_run_is_played_and_recorded(league_run, selfplay_run, tmp_pat
         assert sum(shares) == pytest.approx(100.0, abs=0.15)
     assert "seed   0  crank" in out and "against selfplay" in out
     # Recorded: a second call replays nothing and prints the same figures.
-    shutil.rmtree(runs / "league_seed0" / "ckpt")
+    shutil.rmtree(run / "ckpt")
     bench.main(argv)
     again = capsys.readouterr().out
     assert "failed" not in again and "against crank" in again
 
 
-def test_each_variant_trains_its_own_runs():
-    assert bench.run_name(3, []) == "league_seed3"
-    mirror = bench.run_name(3, ["league.mirror=true"])
-    assert mirror.startswith("league_seed3_") and mirror != bench.run_name(3, ["x=1"])
+def test_each_config_trains_its_own_runs():
+    bundled = bench.config_digest([])
+    assert bench.run_name(3, bundled) == f"league_seed3_{bundled}"
+    # The resolved config names the runs: an override that changes nothing keeps them, a
+    # change (of the overrides, or of the bundled settings) gets runs of its own.
+    assert bench.config_digest(["league.mirror=true"]) == bundled
+    assert bench.config_digest(["league.mirror=false"]) != bundled
+    assert len({bundled, bench.config_digest(["max_env_step=100"])}) == 2
+
+
+def test_a_bad_override_is_a_one_line_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["league.nonsense=1"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "league.nonsense" in err
 
 
 def test_an_opponent_without_a_policy_is_a_one_line_error(tmp_path, capsys):

@@ -15,6 +15,8 @@ import torch
 from ding_lite import serial_pipeline
 from ding_lite.data.files import write_member
 from ding_lite.entry.cli.command import main
+from ding_lite.entry.trained.predict import load_policy
+from ding_lite.worker.collector.league_pool import PolicyOpponent
 
 ROCK, PAPER, SCISSORS = 0, 1, 2
 EPISODES = ["--episodes", "16"]
@@ -117,3 +119,34 @@ def test_air_combat_against_a_run_and_a_scripted_agent(league_run, selfplay_run,
         out = capsys.readouterr().out
         assert f"against {spec}: return" in out
         assert sum(_shares(out)) == pytest.approx(100.0, abs=0.15)
+
+
+def test_air_combat_policies_of_a_smaller_observation(league_run, selfplay_run, capsys):
+    # aircombat_league_ppo observes the missiles (14 features), self-play the 10 that lead
+    # them: as the opponent, the self-play policy reads those; as P1 it cannot play the
+    # league's policy, which needs features its env does not give.
+    assert main(["eval", str(selfplay_run), "--against", str(league_run), *EPISODES]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "its policy observes [14], this evaluation's env gives [10]" in err
+    assert "\n" not in err
+    model = load_policy(selfplay_run).model
+    obs = torch.randn(64, 14)
+    torch.manual_seed(0)
+    sliced = PolicyOpponent(model, 10).act(obs)
+    torch.manual_seed(0)
+    assert torch.equal(sliced, PolicyOpponent(model).act(obs[:, :10]))
+
+
+def test_cross_play_of_runs_with_different_observations(league_run, selfplay_run, capsys):
+    assert main(["eval", "--cross", str(league_run), str(selfplay_run), *EPISODES]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    league_row, selfplay_row = lines[2].split(), lines[3].split()
+    # The league's policy (14 features) plays the self-play one (10) as P1, not as P2.
+    assert "n/a" not in league_row
+    assert sum(_shares_cell(league_row[2])) == pytest.approx(100, abs=0.15)
+    assert selfplay_row[1] == "n/a" and selfplay_row[3] == "n/a"
+    assert lines[4].startswith("n/a: the column's policy observes more")
+
+
+def _shares_cell(cell: str) -> list[float]:
+    return [float(v) for v in cell.split("/")]

@@ -87,12 +87,23 @@ def _cross_command(args: argparse.Namespace) -> int:
     print(" " * width + "".join(f"  {n:>17}" for n in names) + "   score")
     for i, (name, row) in enumerate(zip(names, matrix, strict=True)):
         cells = [
-            f"{100 * r['win_rate']:.1f}/{100 * r['loss_rate']:.1f}/{100 * r['draw_rate']:.1f}"
+            "n/a"
+            if r is None
+            else f"{100 * r['win_rate']:.1f}/{100 * r['loss_rate']:.1f}/{100 * r['draw_rate']:.1f}"
             for r in row
         ]
-        others = [r for j, r in enumerate(row) if j != i]
-        score = sum(r["win_rate"] + r["draw_rate"] / 2 for r in others) / len(others)
-        print(f"{name:<{width}}" + "".join(f"  {c:>17}" for c in cells) + f"  {score:6.3f}")
+        others = [r for j, r in enumerate(row) if j != i and r is not None]
+        score = (
+            f"{sum(r['win_rate'] + r['draw_rate'] / 2 for r in others) / len(others):6.3f}"
+            if others
+            else "   n/a"
+        )
+        print(f"{name:<{width}}" + "".join(f"  {c:>17}" for c in cells) + f"  {score}")
+    if any(r is None for row in matrix for r in row):
+        print(
+            "n/a: the column's policy observes more than the row's env gives (it can play "
+            "the row's policy as P1, not as P2); scores leave those out"
+        )
     return 0
 
 

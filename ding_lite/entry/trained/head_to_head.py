@@ -5,7 +5,9 @@ An opponent is named by a spec:
 
 - a run dir, its ``ckpt/`` folder or a checkpoint file: that run's policy, built from its
   own ``config.json`` (a run dir: its ``best.pt``, as ``ding-lite eval`` picks), with
-  sampled actions and its own observation statistics;
+  sampled actions and its own observation statistics; a policy trained on a smaller
+  observation of the env reads the leading features of this one's (air combat's
+  ``observe="base"`` are the first 10 of ``"missiles"``);
 - ``member:NAME``: a member of the evaluated run's league (``<run dir>/league/NAME.pt``,
   the names ``ding-lite league RUN_DIR`` lists), on the evaluated policy's model;
 - any other word: one of the env's scripted agents (``evaluator.env_kwargs.opponent``,
@@ -20,6 +22,7 @@ The episodes' outcomes are P1's: win, loss, draw.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,10 @@ from ding_lite.worker.collector.league_pool import Members, PolicyOpponent
 from ding_lite.worker.learner.base_learner import read_checkpoint
 
 MEMBER = "member:"
+
+
+class LargerObservation(ConfigError):
+    """The opponent's policy observes more than the evaluation's env gives."""
 
 
 class FixedSeating:
@@ -148,8 +155,35 @@ def _run_opponent(spec: str, cfg: Any, device: Any, shapes: dict[str, Any]) -> P
             f"plays '{cfg.env.name}'"
         )
     path, state = read_checkpoint(paths.ckpt)
-    policy = policy_from_checkpoint(other, path, state, device=device, **shapes)
-    return PolicyOpponent(policy.model.eval().requires_grad_(False))
+    features = _leading_features(spec, state, shapes["obs_shape"])
+    own = shapes if features is None else {**shapes, "obs_shape": (features,)}
+    policy = policy_from_checkpoint(other, path, state, device=device, **own)
+    return PolicyOpponent(policy.model.eval().requires_grad_(False), features)
+
+
+def _leading_features(spec: str, state: dict[str, Any], obs_shape: tuple[int, ...]) -> int | None:
+    """How many leading features of this env's observations the opponent's policy reads,
+    where it was trained on a smaller observation of the env (None: the env's own shape, or
+    a checkpoint that does not record its shape).
+
+    Raises:
+        LargerObservation: it observes more than this env gives.
+        ConfigError: it observes a shape of another form.
+    """
+    policy_state = state.get("policy")
+    arch = policy_state.get("arch") if isinstance(policy_state, dict) else None
+    if not isinstance(arch, dict) or "obs_shape" not in arch:
+        return None
+    saved, given = tuple(int(s) for s in arch["obs_shape"]), tuple(obs_shape)
+    if saved == given:
+        return None
+    if len(saved) == len(given) == 1 and saved[0] < given[0]:
+        return saved[0]
+    fault = LargerObservation if math.prod(saved) > math.prod(given) else ConfigError
+    raise fault(
+        f"--against {spec}: its policy observes {list(saved)}, this evaluation's env gives "
+        f"{list(given)}; play the policy with the larger observation as P1"
+    )
 
 
 def cross_play(
@@ -160,16 +194,28 @@ def cross_play(
     device: str | None = None,
 ) -> list[list[Any]]:
     """Every run's ``best.pt`` (P1, rows) against every run's (P2, columns), itself
-    included: a matrix of :func:`evaluate_against`'s reports."""
+    included: a matrix of :func:`evaluate_against`'s reports, None where the column's
+    policy observes more than the row's env gives (a run trained on a smaller observation
+    of the env can be P2 of a larger one's, not P1)."""
     if len(run_dirs) < 2:
         raise ConfigError(f"--cross needs two run dirs or more, got {len(run_dirs)}")
     located = [locate(str(run), None, None) for run in run_dirs]
-    return [
-        [
-            evaluate_against(
-                mine.config, mine.ckpt, str(other), episodes=episodes, seed=seed, device=device
-            )
-            for other in run_dirs
-        ]
-        for mine in located
-    ]
+    matrix: list[list[Any]] = []
+    for mine in located:
+        row: list[dict[str, Any] | None] = []
+        for other in run_dirs:
+            try:
+                row.append(
+                    evaluate_against(
+                        mine.config,
+                        mine.ckpt,
+                        str(other),
+                        episodes=episodes,
+                        seed=seed,
+                        device=device,
+                    )
+                )
+            except LargerObservation:
+                row.append(None)
+        matrix.append(row)
+    return matrix

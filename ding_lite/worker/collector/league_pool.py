@@ -45,17 +45,24 @@ CACHED_MODELS = 256  # frozen members kept loaded at once (least recently used g
 
 class PolicyOpponent:
     """Plays agent 1 with a model: actions sampled from its distribution, on observations
-    normalized with the model's own statistics (``obs_rms``) when it has them."""
+    normalized with the model's own statistics (``obs_rms``) when it has them.
 
-    def __init__(self, model: ActorCritic) -> None:
+    ``features``: the model observes only the leading ``features`` of each (flat)
+    observation: a policy trained on a smaller observation of the env, whose features lead
+    the larger one's (air combat's ``observe="base"`` in ``"missiles"``); None: all."""
+
+    def __init__(self, model: ActorCritic, features: int | None = None) -> None:
         if getattr(model, "recurrent", False):
             raise CheckpointError(
                 "a league plays feed-forward policies; this model has a recurrent core"
             )
         self.model = model
+        self.features = features
 
     @torch.inference_mode()
     def act(self, obs: Tensor) -> Tensor:
+        if self.features is not None:
+            obs = obs[:, : self.features]
         rms = getattr(self.model, "obs_rms", None)
         if rms is not None:
             obs = rms.normalize(obs)

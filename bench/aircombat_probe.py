@@ -29,6 +29,7 @@ import torch
 from ding_lite.entry.trained.predict import load_policy
 from ding_lite.envs.aircombat import physics as P
 from ding_lite.envs.aircombat.env import AirCombatEnv
+from ding_lite.envs.aircombat.observe import OBSERVE, observe_dim
 from ding_lite.utils.errors import CheckpointError
 
 
@@ -124,11 +125,20 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    # The observation the policies were trained on (air combat's observe options).
+    sizes = {p.obs_shape for p in policies}
+    options = {(observe_dim(o),): o for o in OBSERVE}
+    if len(sizes) > 1 or not sizes <= options.keys():
+        print(f"error: observations of {sorted(sizes)} do not fit one env", file=sys.stderr)
+        return 2
+    observe = options[sizes.pop()]
     torch.manual_seed(args.seed)
     n, det = args.episodes, args.deterministic
     first = policies[0]
     if args.probe == "self":
-        env = AirCombatEnv(num_envs=n, seed=args.seed, opponent="self", throttle=1.0)
+        env = AirCombatEnv(
+            num_envs=n, seed=args.seed, opponent="self", throttle=1.0, observe=observe
+        )
         obs_dim = env.obs_shape[0]
 
         def act(obs):
@@ -136,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print(report(f"{args.runs[0]} against itself", play(env, act), ("blue", "red")))
         return 0
-    env = AirCombatEnv(num_envs=n, seed=args.seed, opponent="rule_based", throttle=1.0)
+    env = AirCombatEnv(
+        num_envs=n, seed=args.seed, opponent="rule_based", throttle=1.0, observe=observe
+    )
     if args.probe == "launches":
         outcome, ranges, length = play_launches(
             env, lambda obs: first.predict(obs, deterministic=det)

@@ -77,3 +77,12 @@ def test_launch_report_counts_ranges_per_outcome():
     )
     assert lost.startswith(" lost: 1 matches; P1 fired 1.00 a match at 35.0 km (first 35.0 km)")
     assert drawn == "drawn: no matches"
+
+
+def test_a_policy_observing_the_missiles_gets_them(league_run, selfplay_run, capsys):
+    # aircombat_league_ppo observes the missiles: the probe's env gives them.
+    assert bench.main(["launches", str(league_run), "--episodes", "8"]) == 0
+    assert "(8 episodes)" in capsys.readouterr().out
+    assert bench.main(["mix", str(league_run), str(selfplay_run), "--episodes", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: observations of [(10,), (14,)] do not fit one env"

@@ -13,7 +13,9 @@ pool) train beside it, each joining the pool once it wins 70% of its recent matc
 after 60 iterations, and starting over. A snapshot of the main policy joins
 every 20 iterations (327,680 env steps).
 
-Without the missile features the league's policy fired its salvo from beyond 40 km, which
+With them the main policy won 89.6% of 1,000 matches against CrankAgent at the median of
+seeds 1-3 (not tuned on; 32-35 minutes of training each on 2 cores, three at once).
+Without them the league's policy fired its salvo from beyond 40 km, which
 no member of its pool (none seeing a missile) punishes, and CrankAgent, which turns away
 from the missiles it sees, outran it: 55.4% at the median of the untuned seeds. Without
 the mirror copies (the main player learning from agent 0 only) the seeds it was not tuned

@@ -15,11 +15,11 @@ every 20 iterations (327,680 env steps).
 
 With them the main policy won 89.6% of 1,000 matches against CrankAgent at the median of
 seeds 1-3 (not tuned on; 32-35 minutes of training each on 2 cores, three at once).
-Without them the league's policy fired its salvo from beyond 40 km, which
-no member of its pool (none seeing a missile) punishes, and CrankAgent, which turns away
-from the missiles it sees, outran it: 55.4% at the median of the untuned seeds. Without
-the mirror copies (the main player learning from agent 0 only) the seeds it was not tuned
-on ended at 24.7% and 6.6% against CrankAgent (docs/league.rst).
+Without them the league's policy fired its salvo from beyond 40 km, which no member of
+its pool (none seeing a missile) punished, and CrankAgent, which turns away from the
+missiles it sees, outran it: 55.4% at the median of the untuned seeds. Without the mirror
+copies (the main player learning from agent 0 only) the seeds it was not tuned on ended
+at 24.7% and 6.6% against CrankAgent (docs/league.rst).
 
 ``max_env_step`` counts the main player's env steps; each exploiter steps as many again.
 The evaluation plays the scripted CrankAgent, as for self-play: the win rate against it is

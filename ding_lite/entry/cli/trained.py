@@ -101,8 +101,8 @@ def _cross_command(args: argparse.Namespace) -> int:
         print(f"{name:<{width}}" + "".join(f"  {c:>17}" for c in cells) + f"  {score}")
     if any(r is None for row in matrix for r in row):
         print(
-            "n/a: the column's policy observes more than the row's env gives (it can play "
-            "the row's policy as P1, not as P2); scores leave those out"
+            "n/a: the column's policy observes more than the row's env gives (the column's "
+            "own row has that pairing, with it as P1); scores leave those out"
         )
     return 0
 

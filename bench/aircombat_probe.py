@@ -33,26 +33,10 @@ from ding_lite.envs.aircombat.observe import OBSERVE, observe_dim
 from ding_lite.utils.errors import CheckpointError
 
 
-def play(env: AirCombatEnv, act) -> torch.Tensor:
-    """float32 ``[N]``: the outcome of each copy's first episode from agent 0's side, with
-    ``act(obs)`` giving the actions."""
-    obs, _ = env.reset()
-    outcome = torch.zeros(env.num_envs)
-    finished = torch.zeros(env.num_envs, dtype=torch.bool)
-    for _ in range(P.MAX_EPISODE_STEPS):
-        obs, _, _, _, info = env.step(act(obs))
-        new = info["done"] & ~finished
-        side = info["combat"]["outcome"]
-        outcome[new] = (side if side.dim() == 1 else side[:, 0])[new]
-        finished |= info["done"]
-        if finished.all():
-            break
-    return outcome
-
-
 def play_launches(env: AirCombatEnv, act) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`play`, also recording launches: the outcomes ``[N]``, each copy's launch
-    ranges in km ``[T, N, 2]`` (NaN in steps without one; P1, P2) and episode lengths ``[N]``."""
+    """Plays each copy's first episode, ``act(obs)`` giving the actions: the outcomes from
+    agent 0's side ``[N]``, each copy's launch ranges in km ``[T, N, 2]`` (NaN in steps
+    without one; P1, P2) and episode lengths ``[N]``."""
     obs, _ = env.reset()
     outcome = torch.zeros(env.num_envs)
     length = torch.zeros(env.num_envs)
@@ -65,12 +49,19 @@ def play_launches(env: AirCombatEnv, act) -> tuple[torch.Tensor, torch.Tensor, t
         fired = (env.fired > before) & ~finished[:, None]
         ranges.append(torch.where(fired, km[:, None], math.nan))
         new = info["done"] & ~finished
-        outcome[new] = info["combat"]["outcome"][new]
+        side = info["combat"]["outcome"]
+        outcome[new] = (side if side.dim() == 1 else side[:, 0])[new]
         length[new] = t + 1
         finished |= info["done"]
         if finished.all():
             break
     return outcome, torch.stack(ranges), length
+
+
+def play(env: AirCombatEnv, act) -> torch.Tensor:
+    """float32 ``[N]``: the outcome of each copy's first episode from agent 0's side, with
+    ``act(obs)`` giving the actions."""
+    return play_launches(env, act)[0]
 
 
 def launch_report(outcome: torch.Tensor, ranges: torch.Tensor, length: torch.Tensor) -> list[str]:

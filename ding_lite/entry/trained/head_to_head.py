@@ -40,6 +40,7 @@ from ding_lite.utils.threads import torch_threads
 from ding_lite.worker.collector.evaluator import Evaluator
 from ding_lite.worker.collector.league_pool import Members, PolicyOpponent
 from ding_lite.worker.learner.base_learner import read_checkpoint
+from ding_lite.worker.learner.saved_policy import saved_arch
 
 MEMBER = "member:"
 
@@ -170,9 +171,8 @@ def _leading_features(spec: str, state: dict[str, Any], obs_shape: tuple[int, ..
         LargerObservation: it observes more than this env gives.
         ConfigError: it observes a shape of another form.
     """
-    policy_state = state.get("policy")
-    arch = policy_state.get("arch") if isinstance(policy_state, dict) else None
-    if not isinstance(arch, dict) or "obs_shape" not in arch:
+    arch = saved_arch(state)
+    if arch is None or "obs_shape" not in arch:
         return None
     saved, given = tuple(int(s) for s in arch["obs_shape"]), tuple(obs_shape)
     if saved == given:

@@ -47,6 +47,14 @@ def find_checkpoint(path: str | Path) -> Path:
     return newest
 
 
+def saved_arch(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The architecture a checkpoint's content records (``obs_shape``, ``action_space``,
+    ``options``), or None for an older checkpoint that records none."""
+    policy_state = state.get("policy")
+    arch = policy_state.get("arch") if isinstance(policy_state, dict) else None
+    return arch if isinstance(arch, dict) else None
+
+
 def rebuild_model(
     path: Path, state: dict[str, Any]
 ) -> tuple[ActorCritic, tuple[int, ...], ActionSpace]:
@@ -64,13 +72,13 @@ def rebuild_model(
         CheckpointError: written before checkpoints recorded their spaces, or its model
             cannot be rebuilt (one line naming the file).
     """
-    policy_state = state.get("policy")
-    arch = policy_state.get("arch") if isinstance(policy_state, dict) else None
-    if not isinstance(policy_state, dict) or not isinstance(arch, dict):
+    arch = saved_arch(state)
+    if arch is None:
         raise CheckpointError(
             f"{path} does not record its observation and action spaces (an older "
             "checkpoint); use `ding-lite eval -c EXP` with it instead"
         )
+    policy_state = state["policy"]
     try:
         obs_shape = tuple(int(s) for s in arch["obs_shape"])
         space = space_from_dict(arch["action_space"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
@@ -29,7 +30,7 @@ LOOPBACK = ("127.0.0.1", "localhost")
 #: Set by torchrun's agent, whose own store the ranks then join (``env://``).
 AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
 RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"  # set by torchrun: restarts of the group so far
-NODE_RANK = "GROUP_RANK"  # set by torchrun: this machine's --node-rank
+LOCAL_WORLD = "LOCAL_WORLD_SIZE"  # set by torchrun: the ranks it runs on this machine
 _KEEP: list[socket.socket] = []
 
 
@@ -138,24 +139,29 @@ def require(use_distributed: bool, timeout_s: float = 60.0) -> None:
         init_from_env(timeout_s)
 
 
-def node_rank() -> int:
-    """This machine's ``--node-rank`` in a torchrun group spread over machines; 0 otherwise."""
-    value = os.environ.get(NODE_RANK, "0")
-    return int(value) if value.isdigit() else 0
+def ranks_elsewhere() -> range:
+    """The ranks of this torchrun group that run on other machines than rank 0's: torchrun
+    numbers node 0's ranks first, ``LOCAL_WORLD_SIZE`` of them. Empty outside torchrun, or
+    when the whole group runs on one machine."""
+    value = os.environ.get(LOCAL_WORLD, "")
+    _, size = world()
+    return range(int(value), size) if value.isdigit() and int(value) > 0 else range(0)
 
 
-def wait_until_left(src: int, timeout_s: float) -> None:
-    """Blocks until rank ``src`` has left the group (destroyed its process group, or ended),
-    ``timeout_s`` seconds at most. Nothing is ever sent to this receive: it ends when
-    ``src``'s side of the connection closes, or at the timeout."""
+def wait_until_left(ranks: Iterable[int], timeout_s: float) -> None:
+    """Blocks until each of ``ranks`` has left the group (destroyed its process group, or
+    ended), ``timeout_s`` seconds at most in all. Nothing is ever sent to these receives:
+    each ends when its rank's side of the connection closes, or at the timeout."""
     if world()[1] == 1:
         return
-    work = dist.irecv(torch.zeros(1), src=src)  # a CPU tensor: gloo, with or without nccl
-    try:
-        if work is not None:  # None only for a rank outside the default group
-            work.wait(timedelta(seconds=timeout_s))
-    except RuntimeError:  # the connection closed (or the timeout passed): either way, go on
-        pass
+    deadline = time.monotonic() + timeout_s
+    works = [dist.irecv(torch.zeros(1), src=src) for src in ranks]  # CPU: gloo, nccl or not
+    for work in works:
+        try:
+            if work is not None:  # None only for a rank outside the default group
+                work.wait(timedelta(seconds=max(0.01, deadline - time.monotonic())))
+        except RuntimeError:  # the connection closed (or the timeout passed): go on
+            pass
 
 
 def finalize() -> None:

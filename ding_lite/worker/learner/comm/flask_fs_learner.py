@@ -103,7 +103,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._stop_learner(timeout=10.0)
         if self.slave is not None:
             self.slave.stop()
-        if self.leader is not None:  # the group's exit last: the followers outlast this rank
+        if self.leader is not None:  # the group's exit last: it waits for other machines' ranks
             self.leader.close()
 
     # --- DI-engine's callables (the training thread calls them) --------------------------

@@ -43,10 +43,11 @@ from ding_lite.worker.learner.saved_policy import attach_teacher
 GROUP_LOST_EXIT = 3
 IDLE_PERIOD_S = 1.0  # rank 0 tells waiting followers it is alive this often
 CLOSE_WAIT_S = 2.0  # how long closing waits for a command still holding the group
-# A follower on another machine leaves after rank 0 (RankFollower.run): at most this long for
-# rank 0 to leave the group, then this long for its process to end and its agent to notice.
-LEADER_EXIT_WAIT_S = 10.0
-AGENT_GRACE_S = 1.0
+# Rank 0 leaves after the ranks on other machines (RankLeader.close): at most this long for
+# them to leave the group, then this long for their processes to end and their torchrun
+# agents to reach the exit barrier.
+FOLLOWERS_EXIT_WAIT_S = 10.0
+AGENT_GRACE_S = 2.0
 
 
 def build_policy(cfg: Any, device_override: str | None = None) -> tuple[Any, Any, int]:
@@ -164,9 +165,25 @@ class RankLeader:
                 self._send("exit")
             except distributed.GroupLost:
                 return  # the followers are gone already
+            self._outlast_other_machines()
             distributed.finalize()
         finally:
             self._lock.release()
+
+    @staticmethod
+    def _outlast_other_machines() -> None:
+        """Leaves after the ranks on other machines (``AGENT_GRACE_S`` after the last), so
+        that their torchrun agents reach torchrun's exit barrier before node 0's, which
+        serves that barrier's store. When node 0's agent arrives first, it waits on the
+        store, is released by the last agent's arrival, and shuts its store down at once,
+        which can be before that last agent has read its own release: a traceback in the
+        other machine's torchrun output (exit code 0 all the same; pytorch/pytorch#69520,
+        seen in CI on the two-host tests of tests/multihost). An agent that arrives first
+        is released by a message already on its way when node 0's agent goes on."""
+        elsewhere = distributed.ranks_elsewhere()
+        if elsewhere:
+            distributed.wait_until_left(elsewhere, FOLLOWERS_EXIT_WAIT_S)
+            time.sleep(AGENT_GRACE_S)
 
     @contextlib.contextmanager
     def _guard(self) -> Iterator[None]:
@@ -223,20 +240,8 @@ class RankFollower:
                 self._end_run()
             elif op == "exit":
                 self._end_run()
-                if distributed.node_rank() > 0:
-                    self._outlast_node0()
                 distributed.finalize()
                 return 0
-
-    @staticmethod
-    def _outlast_node0() -> None:
-        """Ends after rank 0 (whose exit command is its last act), so that the torchrun
-        agent of node 0, which serves the store of torchrun's exit barrier, reaches that
-        barrier first. The other order sometimes has node 0's agent shut its store down
-        while this node's agent still waits on it, and this node's torchrun then logs a
-        traceback (exit code 0 all the same; pytorch/pytorch#69520)."""
-        distributed.wait_until_left(0, LEADER_EXIT_WAIT_S)
-        time.sleep(AGENT_GRACE_S)
 
     def _start(self, config: dict[str, Any], checkpoint: str | None) -> None:
         self._end_run()

@@ -1,9 +1,9 @@
 """One rank of the exit-order test (run as a script by the test, under RANK/WORLD_SIZE/
-MASTER_* and torchrun's GROUP_RANK for the machine it plays).
+MASTER_* and torchrun's LOCAL_WORLD_SIZE for the machines it plays).
 
-Rank 0 leads with a :class:`RankLeader` and closes at once, but leaves the group only
-``argv[2]`` seconds after its exit command (a rank 0 slow to end); the others follow with a
-:class:`RankFollower`. Each writes, to ``argv[1]``, the time it left the group.
+Rank 0 leads with a :class:`RankLeader` and closes at once; the others follow with a
+:class:`RankFollower`, and the last rank leaves the group only ``argv[2]`` seconds after
+the exit command (a follower slow to end). Each writes, to ``argv[1]``, the time it left.
 """
 
 import sys
@@ -14,17 +14,18 @@ from ding_lite.worker.learner.comm import ranks
 
 
 def main(out: str, leave_after_s: float) -> None:
-    rank, _ = distributed.init_from_env(timeout_s=30)
+    rank, size = distributed.init_from_env(timeout_s=30)
     if rank == 0:
-        finalize = distributed.finalize
-
-        def slow_finalize() -> None:
-            time.sleep(leave_after_s)
-            finalize()
-
-        ranks.distributed.finalize = slow_finalize  # what close() calls after "exit"
         ranks.RankLeader().close(timeout=10)
     else:
+        if rank == size - 1:
+            finalize = distributed.finalize
+
+            def slow_finalize() -> None:
+                time.sleep(leave_after_s)
+                finalize()
+
+            ranks.distributed.finalize = slow_finalize  # what run() calls after "exit"
         assert ranks.RankFollower().run() == 0
     with open(out, "w") as f:
         f.write(repr(time.time()))

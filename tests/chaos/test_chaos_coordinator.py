@@ -9,6 +9,7 @@ children and must ride through whatever happens to the coordinator.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import socket
@@ -150,6 +151,18 @@ def test_coordinator_killed_in_each_kind_of_state_write_restarts_consistently(ch
     assert_ledger_balanced(result)
 
 
+def _all_registered(chaos, workers: dict) -> bool:
+    """Whether the run's status.json lists each of ``workers`` (registered): one still
+    starting when the coordinator dies never reached it, and exits as a worker whose master
+    did not answer at start-up (exit 2), not as one that lost it (on a loaded machine a
+    collector can take that long to import torch)."""
+    try:
+        status = json.loads((chaos.dir / "status.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return set(workers) <= {w.get("id") for w in status.get("workers") or []}
+
+
 def _per_role_workers(chaos, address: str, master_timeout: float, tag: str = "") -> dict:
     common = ["--coordinator", address, "--heartbeat-period", "0.2"]
     common += ["--master-timeout", str(master_timeout)]
@@ -175,6 +188,7 @@ def test_per_role_coordinator_resumed_within_the_grace_takes_its_workers_back(ch
     address = chaos.address("coordinator")
     workers = _per_role_workers(chaos, address, master_timeout=30.0)
     assert wait_for(lambda: chaos.newest_policy() >= 3, 60, 0.02), chaos.report("coordinator")
+    assert wait_for(lambda: _all_registered(chaos, workers), 60, 0.05), chaos.report("coordinator")
     assert send(first.pid, signal.SIGKILL) and first.wait(10) == -signal.SIGKILL
     time.sleep(1.0)
     again = chaos.command("again", ["coordinator", "--resume", str(chaos.dir)], env=TOKEN)
@@ -204,6 +218,7 @@ def test_per_role_workers_exit_after_their_timeout_and_a_late_resume_finishes(ch
     address = chaos.address("coordinator")
     workers = _per_role_workers(chaos, address, master_timeout=4.0)
     assert wait_for(lambda: chaos.newest_policy() >= 3, 60, 0.02), chaos.report("coordinator")
+    assert wait_for(lambda: _all_registered(chaos, workers), 60, 0.05), chaos.report("coordinator")
     assert send(first.pid, signal.SIGKILL) and first.wait(10) == -signal.SIGKILL
     killed = time.monotonic()
     for name, proc in workers.items():

@@ -57,7 +57,7 @@ def test_observation_table_has_one_row_per_feature():
     indices = re.findall(r"^   \* - (\d+)$", region("observation-table"), flags=re.M)
     assert [int(i) for i in indices] == list(range(OBS_DIM))
     extra = re.findall(r"^   \* - (\d+)$", region("missile-table"), flags=re.M)
-    assert [int(i) for i in extra] == list(range(OBS_DIM, observe_dim("missiles")))
+    assert [int(i) for i in extra] == list(range(OBS_DIM, observe_dim("stock")))
 
 
 def test_opponents_are_the_registered_agents():

@@ -1,5 +1,6 @@
 """Air combat's ``observe="missiles"``: four features on the missiles in flight after the
-usual ten, the same dynamics, for P1, the opponent and both self-play agents."""
+usual ten, the same dynamics, for P1, the opponent and both self-play agents; and
+``observe="stock"``: those and the enemy's missiles left."""
 
 from __future__ import annotations
 
@@ -54,8 +55,31 @@ def test_self_play_agents_each_see_the_other_sides_missiles():
         assert torch.equal(obs[:, :, 10], env.inbound_missile().float())
 
 
+def test_the_stock_feature_is_the_enemys_missiles_left_after_the_missile_features():
+    n, g = 8, torch.Generator().manual_seed(2)
+    seen = AirCombatEnv(num_envs=n, seed=3, opponent="self", observe="missiles")
+    stock = AirCombatEnv(num_envs=n, seed=3, opponent="self", observe="stock")
+    obs_m, _ = seen.reset(seed=3)
+    obs_s, _ = stock.reset(seed=3)
+    assert obs_s.shape == (n, 2, 15)
+    spent = False
+    for _ in range(300):
+        action = torch.stack((_actions(n, g), _actions(n, g)), 1)
+        obs_m, *_ = seen.step(action)
+        obs_s, *_ = stock.step(action)
+        assert torch.equal(obs_s[..., :14], obs_m)
+        # Each agent sees the other's missiles left: its own, seen from the other side.
+        assert torch.equal(obs_s[:, 0, 14], obs_s[:, 1, 4]) and torch.equal(
+            obs_s[:, 1, 14], obs_s[:, 0, 4]
+        )
+        assert torch.allclose(obs_s[:, :, 14], stock.stock.flip(1) / MISSILES)
+        spent |= bool((obs_s[..., 14] < 1).any())
+    assert spent  # some enemy fired: the feature moved
+
+
 def test_an_unknown_option_is_one_line():
-    with pytest.raises(ValueError, match="observe must be one of base, missiles; got 'radar'"):
+    match = "observe must be one of base, missiles, stock; got 'radar'"
+    with pytest.raises(ValueError, match=match):
         AirCombatEnv(num_envs=2, observe="radar")
 
 

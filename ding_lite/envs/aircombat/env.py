@@ -132,7 +132,8 @@ class AirCombatEnv(
                 ``reward``; 0: none. Negative, a draw costs both sides: in self-play two
                 copies of one policy then gain nothing by both fleeing the fight.
             observe: ``"base"``: the 10 features; ``"missiles"``: 4 more on the missiles in
-                flight (:data:`~ding_lite.envs.aircombat.observe.MISSILE_OBS_DIM`).
+                flight (:data:`~ding_lite.envs.aircombat.observe.MISSILE_OBS_DIM`);
+                ``"stock"``: those and the enemy's missiles left, 15.
 
         Raises:
             ValueError: an unknown ``reward``, ``"zero_sum"`` without self-play, a

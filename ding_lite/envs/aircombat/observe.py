@@ -16,7 +16,17 @@ OBS_DIM = 10
 #: 0 without one) and bearing from the own heading (/ pi, 0 without one), and the share of
 #: the own missiles in flight.
 MISSILE_OBS_DIM = 4
-OBSERVE = ("base", "missiles")
+#: ``observe="stock"`` adds, after those of ``"missiles"``: the enemy's missiles left
+#: (/ MISSILES).
+STOCK_OBS_DIM = 1
+#: The observe options, each the one before it plus some features after (a policy trained
+#: on one can read the leading features of a larger one).
+OBSERVE = ("base", "missiles", "stock")
+_DIMS = {
+    "base": OBS_DIM,
+    "missiles": OBS_DIM + MISSILE_OBS_DIM,
+    "stock": OBS_DIM + MISSILE_OBS_DIM + STOCK_OBS_DIM,
+}
 
 
 def observe_dim(observe: str) -> int:
@@ -27,7 +37,7 @@ def observe_dim(observe: str) -> int:
     """
     if observe not in OBSERVE:
         raise ValueError(f"observe must be one of {', '.join(OBSERVE)}; got {observe!r}")
-    return OBS_DIM + (MISSILE_OBS_DIM if observe == "missiles" else 0)
+    return _DIMS[observe]
 
 
 _SWAP_INDEX: dict[torch.device, Tensor] = {}
@@ -127,7 +137,10 @@ class Observation(MixinBase):
         features.mul_(self._obs_scale)
         if self.obs_shape[0] == OBS_DIM:
             return features
-        return torch.cat((features, self._missile_features(x, y, heading, rows)))
+        parts = [features, self._missile_features(x, y, heading, rows)]
+        if self.obs_shape[0] == _DIMS["stock"]:
+            parts.append(features[4:5].index_select(2, self._swap_index))  # the enemy's stock
+        return torch.cat(parts)
 
     def _missile_features(
         self, x: Tensor, y: Tensor, heading: Tensor, rows: Tensor | None

@@ -7,6 +7,7 @@ Used for the self-play figures in docs/benchmarks.rst (section *Air combat*, *Se
     python bench/aircombat_probe.py mix STEER_RUN FIRE_RUN   # one's rudder, the other's trigger
     python bench/aircombat_probe.py hold RUN --lock-deg 45 --max-km 40
     python bench/aircombat_probe.py launches RUN             # where each side fires, by outcome
+    python bench/aircombat_probe.py duel RUN OTHER           # the same, OTHER as the enemy
 
 ``RUN`` is a run dir, its ``ckpt`` folder or a ``.pt`` file (``best.pt`` of a run dir);
 every probe plays ``--episodes`` matches (default 1,000), one per env copy, from the starts
@@ -15,7 +16,8 @@ prints the outcome counts. ``hold`` keeps a policy's trigger off unless the enem
 within ``--lock-deg`` degrees of the nose and ``--max-km`` km. ``launches`` plays RUN
 against CrankAgent and prints, for the matches won, lost and drawn, how many missiles each
 side fired and at what range (the first launch and all of them, medians), and how long the
-matches lasted.
+matches lasted; ``duel`` the same with OTHER's policy flying the enemy (on the leading
+features of RUN's observation, as ``ding-lite eval --against`` plays it).
 """
 
 from __future__ import annotations
@@ -64,9 +66,12 @@ def play(env: AirCombatEnv, act) -> torch.Tensor:
     return play_launches(env, act)[0]
 
 
-def launch_report(outcome: torch.Tensor, ranges: torch.Tensor, length: torch.Tensor) -> list[str]:
+def launch_report(
+    outcome: torch.Tensor, ranges: torch.Tensor, length: torch.Tensor, enemy: str = "CrankAgent"
+) -> list[str]:
     """Lines: per outcome (won, lost, drawn), the matches, each side's launches per match,
-    the median range of P1's first launch and of all launches per side, the median length."""
+    the median range of P1's first launch and of all launches per side, the median length;
+    ``enemy`` names P2."""
     lines = []
     # The step of P1's first launch (argmax gives the first of equal maxima; NaN: none).
     first = (~ranges[..., 0].isnan()).to(torch.uint8).argmax(0)
@@ -82,7 +87,7 @@ def launch_report(outcome: torch.Tensor, ranges: torch.Tensor, length: torch.Ten
         first_at = first_km[rows].nanquantile(0.5).item()
         lines.append(
             f"{name:>5}: {k} matches; P1 fired {count[0]:.2f} a match at {at[0]:.1f} km "
-            f"(first {first_at:.1f} km), CrankAgent {count[1]:.2f} at {at[1]:.1f} km; "
+            f"(first {first_at:.1f} km), {enemy} {count[1]:.2f} at {at[1]:.1f} km; "
             f"{length[rows].quantile(0.5).item():.0f} s"
         )
     return lines
@@ -99,16 +104,17 @@ def report(label: str, outcome: torch.Tensor, sides: tuple[str, str] = ("win", "
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("probe", choices=("self", "mix", "hold", "launches"))
-    parser.add_argument("runs", nargs="+", help="run dirs or checkpoints (mix: two)")
+    parser.add_argument("probe", choices=("self", "mix", "hold", "launches", "duel"))
+    parser.add_argument("runs", nargs="+", help="run dirs or checkpoints (mix, duel: two)")
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=123)
     parser.add_argument("--deterministic", action="store_true")
     parser.add_argument("--lock-deg", type=float, default=45.0)
     parser.add_argument("--max-km", type=float, default=math.inf)
     args = parser.parse_args(argv)
-    if len(args.runs) != (2 if args.probe == "mix" else 1):
-        parser.error(f"'{args.probe}' takes {'two runs' if args.probe == 'mix' else 'one run'}")
+    pair = args.probe in ("mix", "duel")
+    if len(args.runs) != (2 if pair else 1):
+        parser.error(f"'{args.probe}' takes {'two runs' if pair else 'one run'}")
     if args.episodes < 1:
         parser.error("--episodes must be at least 1")
     try:
@@ -116,13 +122,23 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    # The observation the policies were trained on (air combat's observe options).
-    sizes = {p.obs_shape for p in policies}
+    # The observation the policies were trained on (air combat's observe options); in a
+    # duel, RUN's: OTHER reads its leading features.
+    sizes = [p.obs_shape for p in policies]
     options = {(observe_dim(o),): o for o in OBSERVE}
-    if len(sizes) > 1 or not sizes <= options.keys():
-        print(f"error: observations of {sorted(sizes)} do not fit one env", file=sys.stderr)
+    if args.probe == "duel" and set(sizes) <= options.keys():
+        if sizes[1] > sizes[0]:
+            print(
+                f"error: {args.runs[1]} observes {list(sizes[1])}, more than "
+                f"{args.runs[0]}'s {list(sizes[0])}: give the larger observation's run first",
+                file=sys.stderr,
+            )
+            return 2
+        sizes = sizes[:1]
+    if len(set(sizes)) > 1 or not set(sizes) <= options.keys():
+        print(f"error: observations of {sorted(set(sizes))} do not fit one env", file=sys.stderr)
         return 2
-    observe = options[sizes.pop()]
+    observe = options[sizes[0]]
     torch.manual_seed(args.seed)
     n, det = args.episodes, args.deterministic
     first = policies[0]
@@ -136,6 +152,20 @@ def main(argv: list[str] | None = None) -> int:
             return first.predict(obs.reshape(-1, obs_dim), deterministic=det).reshape(n, 2, -1)
 
         print(report(f"{args.runs[0]} against itself", play(env, act), ("blue", "red")))
+        return 0
+    if args.probe == "duel":
+        env = AirCombatEnv(
+            num_envs=n, seed=args.seed, opponent="self", throttle=1.0, observe=observe
+        )
+        other, k = policies[1], policies[1].obs_shape[0]
+
+        def duel(obs):
+            own = first.predict(obs[:, 0], deterministic=det)
+            return torch.stack((own, other.predict(obs[:, 1, :k], deterministic=det)), 1)
+
+        outcome, ranges, length = play_launches(env, duel)
+        print(report(f"{args.runs[0]} against {args.runs[1]}", outcome))
+        print("\n".join(launch_report(outcome, ranges, length, enemy="P2")))
         return 0
     env = AirCombatEnv(
         num_envs=n, seed=args.seed, opponent="rule_based", throttle=1.0, observe=observe

@@ -86,3 +86,19 @@ def test_a_policy_observing_the_missiles_gets_them(league_run, selfplay_run, cap
     assert bench.main(["mix", str(league_run), str(selfplay_run), "--episodes", "8"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "error: observations of [(10,), (14,)] do not fit one env"
+
+
+def test_duel_plays_another_policy_on_the_leading_features(league_run, selfplay_run, capsys):
+    league, blind = str(league_run), str(selfplay_run)
+    assert bench.main(["duel", league, blind, "--episodes", "16"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert f"{league} against {blind}: win" in lines[0] and len(lines) == 4
+    assert sum(_shares(lines[0])) == pytest.approx(100.0, abs=0.15)
+    matches = [int(m) for m in re.findall(r"(\d+) matches;", "\n".join(lines[1:]))]
+    assert sum(matches) == 16 and all(", P2 " in line for line in lines[1:] if "matches;" in line)
+    # The policy that sees more must fly P1: it reads features the other's env lacks.
+    assert bench.main(["duel", blind, league, "--episodes", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {league} observes [14], more than {blind}'s [10]: " + (
+        "give the larger observation's run first"
+    )

@@ -2,7 +2,7 @@
 machines: node 0's torchrun agent, which serves the store of torchrun's exit barrier, must
 reach that barrier last, or it may shut the store down before the other node's agent has
 read its release (a traceback in that node's torchrun output; seen in CI on the two-host
-tests of tests/multihost, in both orders before the last agent was made to be node 0's)."""
+tests of tests/multihost, the last time with node 0's agent made to arrive first)."""
 
 import os
 import subprocess

@@ -80,12 +80,12 @@ def test_launch_report_counts_ranges_per_outcome():
 
 
 def test_a_policy_observing_the_missiles_gets_them(league_run, selfplay_run, capsys):
-    # aircombat_league_ppo observes the missiles: the probe's env gives them.
+    # aircombat_league_ppo observes the missiles and stock: the probe's env gives them.
     assert bench.main(["launches", str(league_run), "--episodes", "8"]) == 0
     assert "(8 episodes)" in capsys.readouterr().out
     assert bench.main(["mix", str(league_run), str(selfplay_run), "--episodes", "8"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "error: observations of [(10,), (14,)] do not fit one env"
+    assert err == "error: observations of [(10,), (15,)] do not fit one env"
 
 
 def test_duel_plays_another_policy_on_the_leading_features(league_run, selfplay_run, capsys):
@@ -99,6 +99,6 @@ def test_duel_plays_another_policy_on_the_leading_features(league_run, selfplay_
     # The policy that sees more must fly P1: it reads features the other's env lacks.
     assert bench.main(["duel", blind, league, "--episodes", "8"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {league} observes [14], more than {blind}'s [10]: " + (
+    assert err == f"error: {league} observes [15], more than {blind}'s [10]: " + (
         "give the larger observation's run first"
     )

@@ -122,15 +122,15 @@ def test_air_combat_against_a_run_and_a_scripted_agent(league_run, selfplay_run,
 
 
 def test_air_combat_policies_of_a_smaller_observation(league_run, selfplay_run, capsys):
-    # aircombat_league_ppo observes the missiles (14 features), self-play the 10 that lead
+    # aircombat_league_ppo observes the missiles and stock (15 features), self-play the 10 that lead
     # them: as the opponent, the self-play policy reads those; as P1 it cannot play the
     # league's policy, which needs features its env does not give.
     assert main(["eval", str(selfplay_run), "--against", str(league_run), *EPISODES]) == 2
     err = capsys.readouterr().err.strip()
-    assert "its policy observes [14], this evaluation's env gives [10]" in err
+    assert "its policy observes [15], this evaluation's env gives [10]" in err
     assert "\n" not in err
     model = load_policy(selfplay_run).model
-    obs = torch.randn(64, 14)
+    obs = torch.randn(64, 15)
     torch.manual_seed(0)
     sliced = PolicyOpponent(model, 10).act(obs)
     torch.manual_seed(0)

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     except ConfigError as err:
         parser.error(str(err))
     todo = [s for s in seeds if (s, mine) not in results.done or args.again]
-    print(f"{EXPERIMENT} {' '.join(args.overrides)} (config {mine}): win / loss / draw %")
+    print(f"{' '.join([EXPERIMENT, *args.overrides])} (config {mine}): win / loss / draw %")
     ours = [r for r in results.recorded if r.get("config") == mine]
     for r in ours:
         if r["seed"] in seeds and r["seed"] not in todo:

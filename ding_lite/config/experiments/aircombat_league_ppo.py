@@ -15,13 +15,14 @@ every 20 iterations (327,680 env steps).
 
 With them the main policy won 92.1% of 1,000 matches against CrankAgent at the median of
 seeds 7-9 (not tuned on; 38-39 minutes of training each on 2 cores, four at once), and
-96.2% head to head against ``aircombat_selfplay_ppo``. With the four missile features and
-not the enemy's stock, 89.6% at the median of seeds 1-3, and on two of them two thirds of
-the matches against the self-play policy ended undecided, both sides having fired all four
-missiles. Without any of them the league's policy fired its salvo from beyond 40 km, which
-no member of its pool (none seeing a missile) punished, and CrankAgent, which turns away
-from the missiles it sees, outran it: 55.4%. Without the mirror copies (the main player
-learning from agent 0 only) the seeds it was not tuned on ended at 24.7% and 6.6% against
+96.2% head to head against ``aircombat_selfplay_ppo``; over all eight seeds run with these
+settings (0, 7-13), 89.8% and 96.1%. With the four missile features and not the enemy's
+stock, 89.6% at the median of seeds 1-3, and on two of them two thirds of the matches
+against the self-play policy ended undecided, both sides having fired all four missiles.
+Without any of them the league's policy fired its salvo from beyond 40 km, which no member
+of its pool (none seeing a missile) punished, and CrankAgent, which turns away from the
+missiles it sees, outran it: 55.4%. Without the mirror copies (the main player learning
+from agent 0 only) the seeds it was not tuned on ended at 24.7% and 6.6% against
 CrankAgent (docs/league.rst).
 
 ``max_env_step`` counts the main player's env steps; each exploiter steps as many again.
